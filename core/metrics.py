@@ -1,0 +1,154 @@
+"""Canonical metric names and the aliases that formats use for them.
+
+Every reader maps what its format calls a metric onto the names of DESIGN.md,
+scaling units on the way (memory to GiB, time to seconds), and keeps the
+original name so nothing is lost. One table here, so a new alias is one line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+GIB = 1024.0**3
+MIB = 1024.0**2
+
+# Bytes in one unit, for memory figures written with a unit suffix.
+MEMORY_UNITS: dict[str, float] = {
+    "b": 1.0,
+    "bytes": 1.0,
+    "kb": 1e3,
+    "kib": 1024.0,
+    "mb": 1e6,
+    "mib": MIB,
+    "gb": 1e9,
+    "gib": GIB,
+    "tb": 1e12,
+    "tib": 1024.0**4,
+}
+
+CANONICAL: dict[str, str] = {
+    "loss": "training loss",
+    "eval_loss": "evaluation loss",
+    "lr": "learning rate",
+    "grad_norm": "gradient norm",
+    "loss_scale": "fp16 dynamic loss scale",
+    "epoch": "epoch (fractional)",
+    "mem_peak_gib": "peak allocated device memory, GiB (torch max_memory_allocated)",
+    "mem_reserved_gib": "peak memory reserved by the caching allocator, GiB",
+    "mem_used_gib": "device memory as the driver sees it, GiB (nvidia-smi)",
+    "tokens_per_s": "tokens per second",
+    "samples_per_s": "samples per second",
+    "step_time_s": "seconds per optimizer step",
+    "tflops": "achieved TFLOP/s per GPU",
+    "mfu": "model FLOPs utilisation, %",
+    "batch_size": "global batch size, samples",
+    "micro_batch_size": "micro batch per GPU, samples",
+    "seq_len": "sequence length, tokens",
+    "tokens_seen": "tokens consumed so far",
+    "samples_seen": "samples consumed so far",
+    "skipped_iters": "skipped iterations",
+    "nan_iters": "iterations with NaN/Inf",
+}
+
+
+@dataclass(frozen=True)
+class Alias:
+    """Where an original metric name lands: canonical name and unit scale."""
+
+    name: str
+    scale: float = 1.0
+
+
+def _table(**groups: tuple[str, ...]) -> dict[str, Alias]:
+    return {alias: Alias(name) for name, aliases in groups.items() for alias in aliases}
+
+
+# Keys are lower-cased original names. Scaled aliases are listed separately below.
+ALIASES: dict[str, Alias] = _table(
+    loss=(
+        "loss", "train_loss", "train/loss", "lm loss", "lm_loss", "train_loss_step",
+        "training_loss", "train/loss_step", "loss_metrics/global_avg_loss", "train/lm_loss",
+        "lm-loss", "train_lm_loss", "train/lm loss",
+    ),
+    eval_loss=(
+        "eval_loss", "val_loss", "eval/loss", "validation_loss", "val/loss", "valid_loss",
+        "validation/loss", "val_loss_epoch", "validation_metrics/loss", "eval/lm_loss",
+        "lm loss validation", "val/lm_loss",
+    ),
+    lr=(
+        "lr", "learning_rate", "learning rate", "train/learning_rate", "train/lr",
+        "optimizer/lr", "lr-adamw", "lr-adam", "lr-sgd",
+    ),
+    grad_norm=("grad_norm", "grad norm", "gnorm", "train/grad_norm", "grad-norm"),
+    loss_scale=("loss_scale", "loss scale", "loss-scale", "train/loss_scale"),
+    epoch=("epoch", "train/epoch"),
+    tokens_per_s=(
+        "tokens_per_s", "tps", "throughput(tps)", "tokens/s", "train/tokens_per_second",
+        "throughput/tokens_per_second", "tokens_per_second", "tokens_global_per_sec",
+    ),
+    samples_per_s=("samples_per_s", "samples_per_second", "samplespersec", "throughput/samples_per_second"),
+    step_time_s=("step_time_s", "iteration_time", "time_metrics/end_to_end(s)"),
+    tflops=("tflops", "throughput per gpu (tflop/s/gpu)", "throughput/tflops", "tflop/s/gpu"),
+    mfu=("mfu", "mfu(%)", "throughput/mfu"),
+    batch_size=("batch_size", "global batch size", "global_batch_size", "train/global_batch_size"),
+    micro_batch_size=("micro_batch_size", "micro batch size"),
+    seq_len=("seq_len", "seq_length", "sequence_length"),
+    tokens_seen=(
+        "tokens_seen", "num_input_tokens_seen", "consumed tokens", "consumed_tokens",
+        "num_tokens", "train/num_input_tokens_seen", "total_tokens", "ntokens_seen",
+    ),
+    samples_seen=("samples_seen", "consumed samples", "consumed_samples"),
+    skipped_iters=("skipped_iters", "number of skipped iterations", "skipped"),
+    nan_iters=("nan_iters", "number of nan iterations"),
+    mem_peak_gib=(
+        "mem_peak_gib", "memory/max_allocated (gib)", "memory/max_mem_allocated(gib)",
+        "memory/max_allocated(gib)", "max_mem_allocated_gib",
+    ),
+    mem_reserved_gib=(
+        "mem_reserved_gib", "memory/max_reserved(gib)", "memory/device_reserved (gib)",
+        "memory/device_mem_reserved(gib)",
+    ),
+    mem_used_gib=("mem_used_gib",),
+)
+ALIASES.update(
+    {
+        "elapsed time per iteration (ms)": Alias("step_time_s", 1e-3),
+        "iteration-time": Alias("step_time_s"),
+        "step_time_ms": Alias("step_time_s", 1e-3),
+        "mem-max-allocated-bytes": Alias("mem_peak_gib", 1 / GIB),
+        "mem-max-reserved-bytes": Alias("mem_reserved_gib", 1 / GIB),
+        "max_memory_allocated": Alias("mem_peak_gib", 1 / GIB),
+        "max_memory_reserved": Alias("mem_reserved_gib", 1 / GIB),
+    }
+)
+
+_EVAL_PREFIX = re.compile(r"^(eval|val|validation|valid|test)[_/](?P<rest>.+)$", re.IGNORECASE)
+_SPACES = re.compile(r"\s+")
+
+
+def resolve(original: str) -> Alias:
+    """Canonical name and unit scale for a metric name as a format writes it.
+
+    Unknown names pass through (trimmed), except that evaluation metrics are
+    grouped under ``eval/<name>`` as DESIGN.md asks.
+    """
+    key = _SPACES.sub(" ", original.strip()).lower()
+    if key in ALIASES:
+        return ALIASES[key]
+    if key.startswith("lr-"):
+        return Alias("lr")
+    match = _EVAL_PREFIX.match(original.strip())
+    if match:
+        return Alias(f"eval/{match['rest']}")
+    return Alias(original.strip())
+
+
+def canonical(original: str) -> str:
+    """The canonical name of ``original`` (see :func:`resolve`)."""
+    return resolve(original).name
+
+
+def to_gib(value: float, unit: str) -> float:
+    """Convert a memory figure with a unit such as ``MB`` or ``GiB`` to GiB."""
+    return value * MEMORY_UNITS[unit.strip().lower()] / GIB

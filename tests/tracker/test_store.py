@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sqlalchemy import inspect, text
+
+from core.runlog import RunLog
+from tracker.db import series as series_store
+from tracker.db.engine import SchemaError, current_revision
+from tracker.store import RunNotFound, Store
+
+
+def _save(store: Store, log: RunLog, key: str = "/x/log.jsonl") -> int:
+    from tracker.db import runs
+
+    with store.session() as s:
+        run_id, _ = runs.save(s, log, key, f"hash-{key}", [], None)
+    return run_id
+
+
+def test_new_database_is_migrated_wal_and_indexed(store):
+    assert current_revision(store.engine) is not None
+    with store.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        insp = inspect(conn)
+        tables = set(insp.get_table_names())
+        assert {"run", "series", "series_chunk", "source_file", "checkpoint", "event", "run_tag",
+                "finding"} <= tables
+        indexed = {tuple(ix["column_names"]) for ix in insp.get_indexes("series")}
+        assert ("run_id",) in indexed and ("name",) in indexed
+
+
+def test_database_from_a_newer_headroom_is_refused(tmp_path):
+    path = tmp_path / "db.sqlite"
+    Store(str(path)).close()
+    store = Store(str(path))
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
+    store.close()
+    with pytest.raises(SchemaError, match="newer"):
+        Store(str(path))
+
+
+def test_series_round_trip_keeps_nan_and_inf(store):
+    log = RunLog(format="test", name="r")
+    log.add_series("loss", [1, 2, 3, 4], [2.0, math.nan, math.inf, 1.0])
+    run_id = _save(store, log)
+    back = store.series(run_id, "loss")
+    assert back.steps.tolist() == [1, 2, 3, 4]
+    assert back.values[0] == 2.0 and math.isnan(back.values[1]) and math.isinf(back.values[2])
+    info = store.run(run_id).series["loss"]
+    assert (info.count, info.min, info.max, info.last) == (4, 1.0, 2.0, 1.0)
+    assert info.first_nonfinite_step == 2
+
+
+def test_million_points_stored_as_chunks_and_read_back(store):
+    n = 1_000_000
+    log = RunLog(format="test", name="big")
+    log.add_series("loss", np.arange(n), np.linspace(5, 1, n))
+    run_id = _save(store, log)
+    with store.session() as s:
+        chunks = s.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar()
+    assert chunks == math.ceil(n / series_store.CHUNK)
+    back = store.series(run_id, "loss")
+    assert len(back) == n and back.values[-1] == pytest.approx(1.0)
+    assert np.array_equal(back.steps, np.arange(n))
+
+
+def test_append_adds_only_new_points_and_merges_short_chunks(store):
+    from tracker.db import runs
+
+    log = RunLog(format="test", name="r")
+    log.add_series("loss", [1, 2], [3.0, 2.0])
+    run_id = _save(store, log)
+    grown = RunLog(format="test", name="r")
+    grown.add_series("loss", [1, 2, 3], [3.0, 2.0, 1.5])
+    with store.session() as s:
+        from tracker.db.schema import Run
+
+        _, points = runs.save(s, grown, "/x/log.jsonl", "hash-2", [], s.get(Run, run_id))
+    assert points == 1
+    assert store.series(run_id, "loss").values.tolist() == [3.0, 2.0, 1.5]
+    with store.session() as s:
+        assert s.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar() == 1
+
+
+def test_changed_history_rewrites_the_series(store):
+    from tracker.db import runs
+    from tracker.db.schema import Run
+
+    log = RunLog(format="test", name="r")
+    log.add_series("loss", [1, 2], [3.0, 2.0])
+    run_id = _save(store, log)
+    other = RunLog(format="test", name="r")
+    other.add_series("loss", [1, 2, 3], [9.0, 8.0, 7.0])
+    with store.session() as s:
+        runs.save(s, other, "/x/log.jsonl", "hash-3", [], s.get(Run, run_id))
+    assert store.series(run_id, "loss").values.tolist() == [9.0, 8.0, 7.0]
+
+
+def test_edits_tags_user_shape_and_delete(store):
+    log = RunLog(format="test", name="r")
+    log.add_series("loss", [1], [1.0])
+    run_id = _save(store, log)
+    store.rename(run_id, "renamed")
+    store.set_notes(run_id, "lr too high")
+    store.set_tags(run_id, ["baseline", " a100 ", ""])
+    store.set_shape_field(run_id, "seq_len", 4096)
+    run = store.run(run_id)
+    assert (run.name, run.notes, run.tags) == ("renamed", "lr too high", ["a100", "baseline"])
+    assert run.shape.seq_len == 4096 and run.shape.sources["seq_len"] == "user"
+    assert store.find_run("renam").id == run_id
+    assert store.delete_runs([run_id]) == 1
+    with pytest.raises(RunNotFound):
+        store.run(run_id)
+    with store.session() as s:
+        assert s.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar() == 0
+
+
+def test_user_shape_fields_survive_a_reingest(store):
+    from tracker.db import runs
+    from tracker.db.schema import Run
+
+    log = RunLog(format="test", name="r")
+    log.shape.set("seq_len", 1024, "hparams.yaml")
+    run_id = _save(store, log)
+    store.set_shape_field(run_id, "seq_len", 2048)
+    again = RunLog(format="test", name="r")
+    again.shape.set("seq_len", 1024, "hparams.yaml")
+    with store.session() as s:
+        runs.save(s, again, "/x/log.jsonl", "hash-4", [], s.get(Run, run_id))
+    assert store.run(run_id).shape.seq_len == 2048

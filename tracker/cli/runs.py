@@ -1,0 +1,53 @@
+"""``headroom runs``: list stored runs with their shape and metric summaries."""
+
+from __future__ import annotations
+
+import argparse
+
+from tracker.cli._output import open_store, print_json, print_table
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("runs", parents=parents, help="list stored runs")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = open_store(args.db).runs()
+    if args.json:
+        print_json([_as_dict(r) for r in runs])
+        return 0
+    rows = [
+        (r.id, r.name, r.format, len(r.series), r.stat("loss", "last_step"), r.stat("loss", "last"),
+         _peak(r), r.source_path)
+        for r in runs
+    ]
+    print_table(("id", "name", "format", "metrics", "steps", "loss", "peak GiB", "source"), rows)
+    return 0
+
+
+def _peak(run) -> float | None:
+    peaks = [run.stat(n, "max") for n in ("mem_peak_gib", "mem_reserved_gib", "mem_used_gib")]
+    peaks = [p for p in peaks if p is not None]
+    return max(peaks) if peaks else None
+
+
+def _as_dict(run) -> dict:
+    return {
+        "id": run.id,
+        "name": run.name,
+        "format": run.format,
+        "source_path": run.source_path,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "status": run.status,
+        "tags": run.tags,
+        "shape": run.shape.known(),
+        "shape_sources": run.shape.sources,
+        "metrics": {
+            name: {"count": s.count, "min": s.min, "max": s.max, "last": s.last,
+                   "first_step": s.first_step, "last_step": s.last_step,
+                   "first_nonfinite_step": s.first_nonfinite_step, "original_name": s.original_name}
+            for name, s in sorted(run.series.items())
+        },
+    }

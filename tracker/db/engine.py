@@ -1,0 +1,110 @@
+"""Where the database is, how to connect to it, and keeping its schema current.
+
+The default is an SQLite file in the user data directory, in WAL mode so a
+reader never waits for an ingest and a killed process leaves it consistent.
+``--db URL`` or ``HEADROOM_DB`` point the same code at another file or server.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event, inspect, text
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+class SchemaError(RuntimeError):
+    """The database cannot be used by this version of Headroom."""
+
+
+def data_dir() -> Path:
+    """Headroom's data directory: ``HEADROOM_HOME`` or the platform's user data dir."""
+    home = os.environ.get("HEADROOM_HOME")
+    if home:
+        return Path(home)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("headroom", appauthor=False))
+
+
+def default_url() -> str:
+    """``HEADROOM_DB`` if set, else the SQLite file in :func:`data_dir`."""
+    env = os.environ.get("HEADROOM_DB")
+    if env:
+        return normalize_url(env)
+    return normalize_url(str(data_dir() / "headroom.db"))
+
+
+def normalize_url(url_or_path: str) -> str:
+    """Accept a database URL or a plain file path (taken as SQLite)."""
+    if "://" in url_or_path:
+        return url_or_path
+    return f"sqlite:///{Path(url_or_path).expanduser().resolve()}"
+
+
+def display_url(url: str) -> str:
+    """The URL with any password hidden, for status bars and messages."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine with SQLite tuned for a desktop app (WAL, foreign keys, busy wait)."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _alembic_config(engine: Engine):
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["engine"] = engine
+    return config
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision stamped in the database, or None for an empty one."""
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the newest revision this code knows.
+
+    Raises SchemaError when the database was written by a newer Headroom,
+    rather than touching a schema it does not understand.
+    """
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    config = _alembic_config(engine)
+    script = ScriptDirectory.from_config(config)
+    current = current_revision(engine)
+    if current == script.get_current_head():
+        return
+    if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
+        raise SchemaError(
+            f"the database schema ({current}) is newer than this Headroom understands; "
+            "upgrade Headroom to open it"
+        )
+    command.upgrade(config, "head")

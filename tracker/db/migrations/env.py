@@ -1,0 +1,25 @@
+"""Alembic environment: runs revisions on the engine the store hands over."""
+
+from alembic import context
+
+from tracker.db import schema  # noqa: F401  (registers the tables on the metadata)
+from sqlmodel import SQLModel
+
+config = context.config
+target_metadata = SQLModel.metadata
+
+
+def run_migrations_online() -> None:
+    engine = config.attributes["engine"]
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+        connection.commit()
+
+
+run_migrations_online()

@@ -1,0 +1,219 @@
+"""Writing a reader's RunLog into the tables, and reading runs back as summaries."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from core.runlog import RunLog
+from core.shape import RunShape
+from tracker.db import series as series_store
+from tracker.db.schema import CheckpointRow, EventRow, Run, RunTag, SeriesRow, SourceFile
+
+# Fields the user corrected in the app win over what a re-read log says.
+USER_SOURCE = "user"
+
+
+@dataclass(frozen=True)
+class SourceStat:
+    """A source file as it was when read: for change detection on the next ingest."""
+
+    path: str
+    size: int
+    mtime: float
+    sha256: str
+
+
+@dataclass(frozen=True)
+class SeriesInfo:
+    """A stored series' summary statistics."""
+
+    id: int
+    name: str
+    original_name: str
+    count: int
+    first_step: int | None
+    last_step: int | None
+    min: float | None
+    max: float | None
+    last: float | None
+    first_nonfinite_step: int | None
+
+
+@dataclass
+class RunSummary:
+    """One row of the runs table: the run and its series' summaries."""
+
+    id: int
+    name: str
+    format: str
+    source_path: str
+    started_at: datetime | None
+    ingested_at: datetime
+    status: str
+    notes: str
+    shape: RunShape
+    tags: list[str] = field(default_factory=list)
+    series: dict[str, SeriesInfo] = field(default_factory=dict)
+
+    def stat(self, name: str, attr: str) -> Any:
+        info = self.series.get(name)
+        return None if info is None else getattr(info, attr)
+
+
+def save(
+    session: Session,
+    log: RunLog,
+    source_key: str,
+    content_key: str,
+    sources: list[SourceStat],
+    existing: Run | None,
+    user: str = "",
+    host: str = "",
+) -> tuple[int, int]:
+    """Store ``log`` as a new run or into ``existing``; returns (run id, points written)."""
+    now = datetime.now(UTC)
+    if existing is None:
+        run = Run(
+            source_key=source_key, content_key=content_key, name=log.name, format=log.format,
+            source_path=source_key.split("#", 1)[0], started_at=_aware(log.started), ingested_at=now,
+            updated_at=now, status=_status(log), user=user, host=host,
+            shape=log.shape.to_dict(), config=log.config, summary=_jsonable(log.summary),
+        )
+        session.add(run)
+        session.flush()
+    else:
+        run = existing
+        run.content_key = content_key
+        run.format = log.format
+        run.updated_at = now
+        run.started_at = run.started_at or _aware(log.started)
+        run.status = _status(log)
+        run.shape = _merged_shape(RunShape.from_dict(run.shape), log.shape).to_dict()
+        run.config = log.config
+        run.summary = _jsonable(log.summary)
+    points = _save_series(session, run.id, log)
+    _save_events(session, run.id, log)
+    _save_checkpoint_refs(session, run.id, log)
+    _save_sources(session, run.id, sources)
+    return run.id, points
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    """Logs write local times without a zone; the store keeps UTC."""
+    if when is None or when.tzinfo is not None:
+        return when
+    return when.astimezone(UTC)
+
+
+def _status(log: RunLog) -> str:
+    crashed = any(e.kind in ("oom", "exception") for e in log.events)
+    return "crashed" if crashed else ("finished" if log.summary else "unknown")
+
+
+def _merged_shape(stored: RunShape, read: RunShape) -> RunShape:
+    """The newly read shape, but with the user's own corrections kept."""
+    for name, source in stored.sources.items():
+        if source == USER_SOURCE:
+            read.set(name, getattr(stored, name), USER_SOURCE)
+    return read
+
+
+def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, float) and value != value:  # NaN has no JSON form
+            value = None
+        out[key] = value
+    return out
+
+
+def _save_series(session: Session, run_id: int, log: RunLog) -> int:
+    stored = {
+        row.name: row
+        for row in session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars()
+    }
+    points = 0
+    for name, series in log.series.items():
+        row = stored.get(name)
+        if row is None:
+            series_store.write(session, run_id, series)
+            points += len(series)
+        elif series_store.extends(row, series):
+            points += series_store.append(session, row, series)
+        else:
+            series_store.replace(session, row, series)
+            points += len(series)
+    return points
+
+
+def _save_events(session: Session, run_id: int, log: RunLog) -> None:
+    session.execute(delete(EventRow).where(EventRow.run_id == run_id))
+    for e in log.events:
+        session.add(
+            EventRow(run_id=run_id, kind=e.kind, step=e.step, message=e.message,
+                     wall_time=e.wall_time, data=_jsonable(e.data))
+        )
+
+
+def _save_checkpoint_refs(session: Session, run_id: int, log: RunLog) -> None:
+    known = set(
+        session.execute(select(CheckpointRow.path).where(CheckpointRow.run_id == run_id)).scalars()
+    )
+    for ref in log.checkpoints:
+        if ref.path not in known:
+            known.add(ref.path)
+            session.add(
+                CheckpointRow(run_id=run_id, step=ref.step, path=ref.path, status="logged",
+                              metrics=_jsonable(ref.metrics))
+            )
+
+
+def _save_sources(session: Session, run_id: int, sources: list[SourceStat]) -> None:
+    session.execute(delete(SourceFile).where(SourceFile.run_id == run_id))
+    for s in sources:
+        session.add(SourceFile(run_id=run_id, path=s.path, size=s.size, mtime=s.mtime, sha256=s.sha256))
+
+
+def summaries(session: Session, run_ids: list[int] | None = None) -> list[RunSummary]:
+    """Runs with their tags and series summaries, newest first, in three queries."""
+    query = select(Run).order_by(Run.id.desc())
+    if run_ids is not None:
+        query = query.where(Run.id.in_(run_ids))
+    runs = session.execute(query).scalars().all()
+    ids = [r.id for r in runs]
+    tags: dict[int, list[str]] = defaultdict(list)
+    infos: dict[int, dict[str, SeriesInfo]] = defaultdict(dict)
+    for chunk in _chunks(ids, 900):
+        for run_id, tag in session.execute(
+            select(RunTag.run_id, RunTag.tag).where(RunTag.run_id.in_(chunk)).order_by(RunTag.tag)
+        ):
+            tags[run_id].append(tag)
+        for row in session.execute(select(SeriesRow).where(SeriesRow.run_id.in_(chunk))).scalars():
+            infos[row.run_id][row.name] = series_info(row)
+    return [
+        RunSummary(
+            id=r.id, name=r.name, format=r.format, source_path=r.source_path,
+            started_at=r.started_at, ingested_at=r.ingested_at, status=r.status, notes=r.notes,
+            shape=RunShape.from_dict(r.shape), tags=tags[r.id], series=infos[r.id],
+        )
+        for r in runs
+    ]
+
+
+def series_info(row: SeriesRow) -> SeriesInfo:
+    return SeriesInfo(
+        id=row.id, name=row.name, original_name=row.original_name, count=row.count,
+        first_step=row.first_step, last_step=row.last_step, min=row.min, max=row.max,
+        last=row.last, first_nonfinite_step=row.first_nonfinite_step,
+    )
+
+
+def _chunks(items: list[int], size: int):
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,180 @@
+"""Metric series as binary chunks, with summary statistics kept beside them.
+
+A million-point series is 16 rows of raw little-endian arrays, written with one
+``executemany`` and read back with ``np.frombuffer``: no object per point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
+
+from core.runlog import Series
+from tracker.db.schema import SeriesChunk, SeriesRow
+
+CHUNK = 1 << 16
+_STEP = np.dtype("<i8")
+_VALUE = np.dtype("<f8")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the runs table needs of a series, without reading its points."""
+
+    count: int
+    first_step: int | None
+    last_step: int | None
+    min: float | None
+    max: float | None
+    last: float | None
+    first_nonfinite_step: int | None
+
+
+def summarize(steps: np.ndarray, values: np.ndarray) -> Summary:
+    """Count, step range, finite min/max, last value and first NaN/Inf step."""
+    if len(values) == 0:
+        return Summary(0, None, None, None, None, None, None)
+    finite = np.isfinite(values)
+    bad = np.flatnonzero(~finite)
+    has_finite = bool(finite.any())
+    return Summary(
+        count=len(values),
+        first_step=int(steps[0]),
+        last_step=int(steps[-1]),
+        min=float(values[finite].min()) if has_finite else None,
+        max=float(values[finite].max()) if has_finite else None,
+        last=_num(values[-1]),
+        first_nonfinite_step=int(steps[bad[0]]) if len(bad) else None,
+    )
+
+
+def _num(value: float) -> float | None:
+    """A float the database can hold; NaN has no portable form, so it is None."""
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def write(session: Session, run_id: int, series: Series) -> int:
+    """Insert a new series with all its points; returns its id."""
+    summary = summarize(series.steps, series.values)
+    row = SeriesRow(
+        run_id=run_id,
+        name=series.name,
+        original_name=series.original,
+        has_wall_time=series.wall_time is not None,
+        **summary.__dict__,
+    )
+    session.add(row)
+    session.flush()
+    _insert_chunks(session, row.id, series, first_seq=0)
+    return row.id
+
+
+def replace(session: Session, row: SeriesRow, series: Series) -> None:
+    """Rewrite a stored series whose earlier points changed."""
+    session.execute(delete(SeriesChunk).where(SeriesChunk.series_id == row.id))
+    _set_summary(row, summarize(series.steps, series.values))
+    row.original_name = series.original
+    row.has_wall_time = series.wall_time is not None
+    _insert_chunks(session, row.id, series, first_seq=0)
+
+
+def extends(row: SeriesRow, series: Series) -> bool:
+    """True when ``series`` is the stored one plus new points at the end."""
+    n = row.count
+    if len(series) < n or n == 0 or (series.wall_time is not None) != row.has_wall_time:
+        return False
+    same_step = int(series.steps[n - 1]) == row.last_step
+    last = series.values[n - 1]
+    same_value = (row.last is None and math.isnan(last)) or row.last == float(last)
+    return same_step and same_value
+
+
+def append(session: Session, row: SeriesRow, series: Series) -> int:
+    """Store only the points of ``series`` beyond the stored ones; returns how many.
+
+    The last chunk is merged with the new points while it is short, so a log
+    that grows a line at a time does not leave thousands of tiny chunks.
+    """
+    added = len(series) - row.count
+    if added <= 0:
+        return 0
+    new = _slice(series, row.count, len(series))
+    last = session.execute(
+        select(SeriesChunk).where(SeriesChunk.series_id == row.id).order_by(SeriesChunk.seq.desc())
+    ).scalars().first()
+    first_seq = 0
+    if last is not None and last.n < CHUNK:
+        head = _decode(last)
+        new = _concat(head, new)
+        first_seq = last.seq
+        session.delete(last)
+        session.flush()
+    elif last is not None:
+        first_seq = last.seq + 1
+    _insert_chunks(session, row.id, new, first_seq=first_seq)
+    _set_summary(row, summarize(series.steps, series.values))
+    return added
+
+
+def read(session: Session, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Steps, values and wall times (or None) of a stored series."""
+    chunks = session.execute(
+        select(SeriesChunk.steps, SeriesChunk.values, SeriesChunk.wall_time)
+        .where(SeriesChunk.series_id == series_id)
+        .order_by(SeriesChunk.seq)
+    ).all()
+    if not chunks:
+        return np.empty(0, np.int64), np.empty(0, np.float64), None
+    steps = np.frombuffer(b"".join(c[0] for c in chunks), _STEP).astype(np.int64, copy=False)
+    values = np.frombuffer(b"".join(c[1] for c in chunks), _VALUE).astype(np.float64, copy=False)
+    walls = None
+    if all(c[2] is not None for c in chunks):
+        walls = np.frombuffer(b"".join(c[2] for c in chunks), _VALUE).astype(np.float64, copy=False)
+    return steps, values, walls
+
+
+def _insert_chunks(session: Session, series_id: int, series: Series, first_seq: int) -> None:
+    rows = []
+    for seq, start in enumerate(range(0, len(series), CHUNK), start=first_seq):
+        part = _slice(series, start, start + CHUNK)
+        rows.append(
+            {
+                "series_id": series_id,
+                "seq": seq,
+                "n": len(part),
+                "steps": part.steps.astype(_STEP, copy=False).tobytes(),
+                "values": part.values.astype(_VALUE, copy=False).tobytes(),
+                "wall_time": None
+                if part.wall_time is None
+                else part.wall_time.astype(_VALUE, copy=False).tobytes(),
+            }
+        )
+    if rows:
+        session.execute(insert(SeriesChunk), rows)
+
+
+def _slice(series: Series, start: int, stop: int) -> Series:
+    wall = None if series.wall_time is None else series.wall_time[start:stop]
+    return Series(series.name, series.steps[start:stop], series.values[start:stop], series.original, wall)
+
+
+def _decode(chunk: SeriesChunk) -> Series:
+    wall = None if chunk.wall_time is None else np.frombuffer(chunk.wall_time, _VALUE)
+    return Series("", np.frombuffer(chunk.steps, _STEP), np.frombuffer(chunk.values, _VALUE), "-", wall)
+
+
+def _concat(a: Series, b: Series) -> Series:
+    wall = None
+    if a.wall_time is not None and b.wall_time is not None:
+        wall = np.concatenate([a.wall_time, b.wall_time])
+    return Series(b.name, np.concatenate([a.steps, b.steps]), np.concatenate([a.values, b.values]), b.original, wall)
+
+
+def _set_summary(row: SeriesRow, summary: Summary) -> None:
+    for key, value in summary.__dict__.items():
+        setattr(row, key, value)

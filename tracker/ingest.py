@@ -1,0 +1,289 @@
+"""Ingest: find the logs under the given paths, read each, store each in one transaction.
+
+One bad file never stops the others and never leaves half a run behind; the
+report says, per file, what happened in words a person understands. Re-ingest
+of an unchanged file is a no-op; a log that grew gets only its new points.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from core.runlog import RunLog
+from tracker.db import runs as run_store
+from tracker.db.runs import SourceStat
+from tracker.db.schema import Run, SourceFile
+from tracker.readers import Reader, ReaderError, best_reader, labels
+from tracker.readers._common import head, looks_binary
+from tracker.store import Store
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[int, int, str], None]
+CancelFn = Callable[[], bool]
+
+# Folders that never hold a user's run logs.
+SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", ".git", ".venv", "venv", ".hg", ".svn"}
+# Files found in a folder walk whose format nobody claims are reported only if they look like logs.
+LOG_SUFFIXES = {".json", ".jsonl", ".csv", ".tsv", ".log", ".txt", ".out", ".err", ".yaml"}
+STATUSES = ("ingested", "updated", "duplicate", "skipped", "error")
+
+
+@dataclass
+class FileResult:
+    """What happened to one file or run folder."""
+
+    path: str
+    status: str
+    reason: str = ""
+    format: str | None = None
+    run_id: int | None = None
+    run_name: str | None = None
+    points: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IngestReport:
+    """Per-file outcomes of one ingest, in the order the files were met."""
+
+    results: list[FileResult] = field(default_factory=list)
+    cancelled: bool = False
+    ignored: int = 0  # files in walked folders that are not logs (images, code, weights)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed (duplicates and skips are fine)."""
+        return not any(r.status == "error" for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(r.status == s for r in self.results) for s in STATUSES}
+
+    def to_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "cancelled": self.cancelled,
+            "counts": self.counts(),
+            "ignored": self.ignored,
+            "files": [asdict(r) for r in self.results],
+        }
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A file or a claimed run folder to ingest as one transaction."""
+
+    path: Path
+    explicit: bool
+    reader: Reader | None = None
+
+
+def ingest(
+    store: Store,
+    paths: Iterable[str | os.PathLike],
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> IngestReport:
+    """Ingest files and folders into ``store``; see the module docstring."""
+    report = IngestReport()
+    units = _discover([Path(p) for p in paths], report)
+    for done, unit in enumerate(units):
+        if cancel is not None and cancel():
+            report.cancelled = True
+            break
+        if progress is not None:
+            progress(done, len(units), str(unit.path))
+        for result in _ingest_unit(store, unit):
+            if result.status == "ignored":
+                report.ignored += 1
+            else:
+                report.results.append(result)
+    if progress is not None and not report.cancelled:
+        progress(len(units), len(units), "")
+    return report
+
+
+# Finding the units
+
+
+def _discover(paths: list[Path], report: IngestReport) -> list[_Unit]:
+    units: list[_Unit] = []
+    seen: set[tuple[int, int]] = set()
+    for path in paths:
+        path = Path(os.path.abspath(path.expanduser()))
+        if not path.exists():
+            report.results.append(FileResult(str(path), "error", "no such file or folder"))
+        elif path.is_dir():
+            _walk(path, units, seen, report, explicit=True)
+        else:
+            units.append(_Unit(path, explicit=True))
+    return units
+
+
+def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, explicit: bool) -> None:
+    try:
+        st = folder.stat()
+    except OSError as err:
+        report.results.append(FileResult(str(folder), "error", f"cannot open folder: {err.strerror}"))
+        return
+    if (st.st_dev, st.st_ino) in seen:
+        report.results.append(FileResult(str(folder), "skipped", "folder already visited (symlink loop)"))
+        return
+    seen.add((st.st_dev, st.st_ino))
+    reader = best_reader(folder)
+    if reader is not None and reader.dirs:
+        units.append(_Unit(folder, explicit=explicit, reader=reader))
+        return
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as err:
+        report.results.append(FileResult(str(folder), "error", f"cannot list folder: {err.strerror}"))
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.is_dir():
+            if entry.name not in SKIP_DIRS and not entry.name.startswith("."):
+                _walk(path, units, seen, report, explicit=False)
+        elif entry.is_file():
+            units.append(_Unit(path, explicit=False))
+
+
+# Ingesting one unit
+
+
+def _ingest_unit(store: Store, unit: _Unit) -> list[FileResult]:
+    path = unit.path
+    result = FileResult(str(path), "error")
+    try:
+        if path.is_file() and path.stat().st_size == 0:
+            return [_quiet(unit, result, "empty file")]
+        reader = unit.reader or best_reader(path)
+        if reader is None and path.is_file() and looks_binary(head(path)):
+            return [_quiet(unit, result, "binary data, not a training log")]
+        if reader is None:
+            return [_quiet(unit, result, f"unrecognised format (tried: {labels()})")]
+        result.format = reader.name
+        if _unchanged(store, path):
+            result.status, result.reason = "duplicate", "unchanged since last ingest"
+            return [result]
+        before = _stat_sources([path]) if path.is_file() else None
+        logs = reader.read(path)
+        return [_store_log(store, path, log, before, len(logs) > 1) for log in logs]
+    except ReaderError as err:
+        result.reason = str(err)
+    except OSError as err:
+        result.reason = f"cannot read: {err.strerror or err}"
+    except Exception as err:  # a reader bug must not stop the other files
+        log.exception("reader failed on %s", path)
+        first = str(err).splitlines()[0] if str(err) else ""
+        result.reason = f"could not read ({type(err).__name__}: {first})"
+    return [result]
+
+
+def _quiet(unit: _Unit, result: FileResult, reason: str) -> FileResult:
+    """An unreadable file met in a folder walk is a skip, unless it looks like a log."""
+    result.reason = reason
+    if not unit.explicit:
+        log_like = unit.path.suffix.lower() in LOG_SUFFIXES or "tfevents" in unit.path.name
+        result.status = "skipped" if log_like else "ignored"
+    return result
+
+
+def _store_log(
+    store: Store, path: Path, log: RunLog, before: list[SourceStat] | None, keyed: bool
+) -> FileResult:
+    sources = before or _stat_sources(log.sources)
+    source_key = str(path) + (f"#{log.key}" if keyed or log.key else "")
+    content_key = _content_hash(path, sources) + (f"#{log.key}" if log.key else "")
+    result = FileResult(str(path), "ingested", format=log.format, run_name=log.name,
+                        warnings=list(log.warnings))
+    try:
+        with store.session() as s:
+            existing = s.execute(select(Run).where(Run.source_key == source_key)).scalar_one_or_none()
+            twin = s.execute(select(Run).where(Run.content_key == content_key)).scalar_one_or_none()
+            if twin is not None:
+                result.status, result.run_id, result.run_name = "duplicate", twin.id, twin.name
+                result.reason = "unchanged" if twin is existing else f"same content as run {twin.id} ({twin.source_path})"
+                if twin is existing:
+                    _save_stats(s, twin.id, sources)
+                return result
+            run_id, points = run_store.save(
+                s, log, source_key, content_key, sources, existing, _user(), socket.gethostname()
+            )
+            result.run_id, result.points = run_id, points
+            if existing is not None:
+                result.status = "updated"
+                result.reason = f"{points} new points" if points else "metadata updated"
+    except IntegrityError:
+        # Another process stored the same content between our check and our insert.
+        result.status, result.reason = "duplicate", "stored concurrently by another ingest"
+    return result
+
+
+def _save_stats(session, run_id: int, sources: list[SourceStat]) -> None:
+    """Refresh size/mtime of unchanged sources so the next ingest skips them without hashing."""
+    for s in sources:
+        row = session.execute(
+            select(SourceFile).where(SourceFile.run_id == run_id, SourceFile.path == s.path)
+        ).scalar_one_or_none()
+        if row is not None:
+            row.size, row.mtime = s.size, s.mtime
+
+
+def _unchanged(store: Store, path: Path) -> bool:
+    """True when every source file of the run(s) from ``path`` has its stored size and mtime."""
+    key = str(path)
+    with store.session() as s:
+        rows = s.execute(
+            select(SourceFile)
+            .join(Run, Run.id == SourceFile.run_id)
+            .where((Run.source_key == key) | Run.source_key.startswith(key + "#"))
+        ).scalars().all()
+    if not rows:
+        return False
+    for row in rows:
+        try:
+            st = os.stat(row.path)
+        except OSError:
+            return False
+        if st.st_size != row.size or st.st_mtime != row.mtime:
+            return False
+    return True
+
+
+def _stat_sources(paths: list[Path]) -> list[SourceStat]:
+    stats = []
+    for p in paths:
+        st = os.stat(p)
+        with open(p, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        stats.append(SourceStat(str(Path(os.path.abspath(p))), st.st_size, st.st_mtime, digest))
+    return stats
+
+
+def _content_hash(root: Path, sources: list[SourceStat]) -> str:
+    """The file's hash, or for a folder a hash over its files' names and hashes."""
+    if len(sources) == 1 and sources[0].path == str(root):
+        return sources[0].sha256
+    h = hashlib.sha256()
+    for s in sorted(sources, key=lambda s: s.path):
+        name = os.path.relpath(s.path, root) if root.is_dir() else os.path.basename(s.path)
+        h.update(f"{name}\0{s.sha256}\n".encode())
+    return h.hexdigest()
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""

@@ -1,0 +1,98 @@
+"""Headroom JSONL: the format Headroom's own recorders write (DESIGN.md).
+
+The first line describes the run (name, start, shape, config); every other line
+is one step's metrics, or a checkpoint or event record. Unknown numeric keys
+are kept as extra metrics.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from core.runlog import CheckpointRef, RunEvent, RunLog
+from core.shape import RunShape
+from tracker.readers._common import ReaderError, head, parse_json
+from tracker.readers._tabular import add_columns, jsonl_columns
+
+SOURCE = "headroom header"
+# Lines carrying these objects are records, not metric rows.
+RECORD_KEYS = (b'"checkpoint"', b'"event"')
+
+
+def sniff(path: Path) -> float:
+    first = head(path, 4096).lstrip().split(b"\n", 1)[0]
+    return 0.99 if first.startswith(b'{"headroom"') else 0.0
+
+
+def read(path: Path) -> RunLog:
+    data = path.read_bytes()
+    first, _, body = data.partition(b"\n")
+    try:
+        header = parse_json(first.decode("utf-8", errors="replace"))
+    except ReaderError:
+        raise ReaderError("line 1: the Headroom header is not valid JSON") from None
+    info = header.get("run", {}) if isinstance(header, dict) else {}
+    run = RunLog(format="headroom_jsonl", name=info.get("name") or path.parent.name or path.stem)
+    run.started = _time(info.get("started"))
+    run.shape = _shape(info.get("shape"))
+    run.config = info.get("config") or {}
+    body, records = _split_records(body)
+    columns = jsonl_columns(body, first_line=2)
+    steps = columns.pop("step", None)
+    if steps is None:
+        if columns:
+            raise ReaderError("metric lines have no \"step\" key")
+    else:
+        add_columns(run, columns, steps, skip={"wall_time"}, wall_time=columns.get("wall_time"))
+    for record in records:
+        _add_record(run, record)
+    return run
+
+
+def _split_records(body: bytes) -> tuple[bytes, list[dict]]:
+    """Take checkpoint and event lines out of the metric rows (they are few)."""
+    if not any(key in body for key in RECORD_KEYS):
+        return body, []
+    rows, records = [], []
+    for line in body.split(b"\n"):
+        if any(key in line for key in RECORD_KEYS):
+            value = parse_json(line.decode("utf-8", errors="replace"))
+            if isinstance(value, dict):
+                records.append(value)
+                continue
+        rows.append(line)
+    return b"\n".join(rows), records
+
+
+def _add_record(run: RunLog, record: dict) -> None:
+    step = record.get("step")
+    if isinstance(record.get("checkpoint"), dict):
+        ckpt = record["checkpoint"]
+        run.checkpoints.append(
+            CheckpointRef(step, str(ckpt.get("path", "")), dict(ckpt.get("metrics") or {}))
+        )
+    if isinstance(record.get("event"), dict):
+        event = record["event"]
+        data = {k: v for k, v in event.items() if k not in ("kind", "message")}
+        run.events.append(
+            RunEvent(str(event.get("kind", "event")), step, str(event.get("message", "")), data,
+                     record.get("wall_time"))
+        )
+
+
+def _shape(values: dict | None) -> RunShape:
+    shape = RunShape()
+    if isinstance(values, dict):
+        shape.update(values, SOURCE)
+    return shape
+
+
+def _time(value) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+

@@ -1,0 +1,150 @@
+"""The tracker's public face over the database: open it, list runs, read series, edit.
+
+The desktop app and the command line call only this (and :mod:`tracker.ingest`);
+the tables stay an implementation detail of :mod:`tracker.db`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from core.runlog import RunEvent, Series
+from core.shape import RunShape
+from tracker.db import runs as run_store
+from tracker.db import series as series_store
+from tracker.db.engine import default_url, display_url, make_engine, normalize_url, upgrade
+from tracker.db.runs import USER_SOURCE, RunSummary, SeriesInfo
+from tracker.db.schema import EventRow, Run, RunTag, SeriesRow
+
+
+class RunNotFound(LookupError):
+    """No run matches what the user asked for."""
+
+
+class Store:
+    """A Headroom database, migrated to the current schema on open."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = normalize_url(url) if url else default_url()
+        self.engine = make_engine(self.url)
+        upgrade(self.engine)
+
+    @property
+    def display_url(self) -> str:
+        return display_url(self.url)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session whose work commits on success and rolls back on any error."""
+        with Session(self.engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # Reading
+
+    def runs(self, run_ids: list[int] | None = None) -> list[RunSummary]:
+        with self.session() as s:
+            return run_store.summaries(s, run_ids)
+
+    def run_count(self) -> int:
+        from sqlalchemy import func
+
+        with self.session() as s:
+            return s.execute(select(func.count(Run.id))).scalar_one()
+
+    def run(self, run_id: int) -> RunSummary:
+        found = self.runs([run_id])
+        if not found:
+            raise RunNotFound(f"no run with id {run_id}")
+        return found[0]
+
+    def find_run(self, ref: str) -> RunSummary:
+        """A run by id, or by exact (then unique partial) name."""
+        if ref.isdigit():
+            return self.run(int(ref))
+        with self.session() as s:
+            ids = s.execute(select(Run.id).where(Run.name == ref)).scalars().all()
+            if not ids:
+                ids = s.execute(select(Run.id).where(Run.name.contains(ref))).scalars().all()
+        if len(ids) == 1:
+            return self.run(ids[0])
+        if not ids:
+            raise RunNotFound(f"no run named {ref!r}")
+        raise RunNotFound(f"{len(ids)} runs match {ref!r}; give the id (headroom runs)")
+
+    def series(self, run_id: int, name: str) -> Series:
+        """A stored series with all its points (NaN and Inf as stored)."""
+        with self.session() as s:
+            row = s.execute(
+                select(SeriesRow).where(SeriesRow.run_id == run_id, SeriesRow.name == name)
+            ).scalar_one_or_none()
+            if row is None:
+                raise KeyError(f"run {run_id} has no series {name!r}")
+            steps, values, walls = series_store.read(s, row.id)
+        return Series(name, steps, values, row.original_name, walls)
+
+    def series_infos(self, run_id: int) -> dict[str, SeriesInfo]:
+        return self.run(run_id).series
+
+    def events(self, run_id: int, kinds: Iterable[str] | None = None) -> list[RunEvent]:
+        query = select(EventRow).where(EventRow.run_id == run_id).order_by(EventRow.id)
+        if kinds is not None:
+            query = query.where(EventRow.kind.in_(list(kinds)))
+        with self.session() as s:
+            rows = s.execute(query).scalars().all()
+        return [RunEvent(r.kind, r.step, r.message, dict(r.data), r.wall_time) for r in rows]
+
+    def config(self, run_id: int) -> dict:
+        with self.session() as s:
+            return dict(self._get(s, run_id).config)
+
+    # Editing
+
+    def rename(self, run_id: int, name: str) -> None:
+        with self.session() as s:
+            self._get(s, run_id).name = name
+
+    def set_notes(self, run_id: int, notes: str) -> None:
+        with self.session() as s:
+            self._get(s, run_id).notes = notes
+
+    def set_tags(self, run_id: int, tags: Iterable[str]) -> None:
+        wanted = {t.strip() for t in tags if t.strip()}
+        with self.session() as s:
+            self._get(s, run_id)
+            s.execute(delete(RunTag).where(RunTag.run_id == run_id))
+            s.add_all(RunTag(run_id=run_id, tag=t) for t in sorted(wanted))
+
+    def set_shape_field(self, run_id: int, name: str, value) -> None:
+        """Record the user's own value for a shape field (kept over re-ingests)."""
+        if name not in RunShape.field_names():
+            raise KeyError(f"unknown shape field {name!r}")
+        with self.session() as s:
+            run = self._get(s, run_id)
+            shape = RunShape.from_dict(run.shape)
+            if value is None:
+                setattr(shape, name, None)
+                shape.sources.pop(name, None)
+            else:
+                shape.set(name, value, USER_SOURCE)
+            run.shape = shape.to_dict()
+
+    def delete_runs(self, run_ids: Iterable[int]) -> int:
+        """Remove runs and everything stored for them. The user's files are not touched."""
+        ids = list(run_ids)
+        with self.session() as s:
+            return s.execute(delete(Run).where(Run.id.in_(ids))).rowcount
+
+    @staticmethod
+    def _get(session: Session, run_id: int) -> Run:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        return run
+
