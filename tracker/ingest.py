@@ -23,6 +23,7 @@ from core.runlog import RunLog
 from tracker.db import runs as run_store
 from tracker.db.runs import SourceStat
 from tracker.db.schema import Run, SourceFile
+from tracker.enrich import enrich
 from tracker.readers import Reader, ReaderError, best_reader, labels
 from tracker.readers._common import head, looks_binary
 from tracker.store import Store
@@ -220,6 +221,7 @@ def _store_log(
             run_id, points = run_store.save(
                 s, log, source_key, content_key, sources, existing, _user(), socket.gethostname()
             )
+            enrich(s, run_id, path, log)
             result.run_id, result.points = run_id, points
             if existing is not None:
                 result.status = "updated"
