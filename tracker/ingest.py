@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from core.runlog import RunLog
 from tracker.db import runs as run_store
@@ -182,6 +182,8 @@ def _ingest_unit(store: Store, unit: _Unit) -> list[FileResult]:
         return [_store_log(store, path, log, before, len(logs) > 1) for log in logs]
     except ReaderError as err:
         result.reason = str(err)
+    except DBAPIError as err:
+        result.reason = _db_reason(err)
     except OSError as err:
         result.reason = f"cannot read: {err.strerror or err}"
     except Exception as err:  # a reader bug must not stop the other files
@@ -229,7 +231,15 @@ def _store_log(
     except IntegrityError:
         # Another process stored the same content between our check and our insert.
         result.status, result.reason = "duplicate", "stored concurrently by another ingest"
+    except DBAPIError as err:
+        result.status, result.reason = "error", _db_reason(err)
     return result
+
+
+def _db_reason(err: DBAPIError) -> str:
+    what = "database connection lost" if err.connection_invalidated else "database error"
+    detail = str(err.orig).strip().splitlines()[0] if err.orig else type(err).__name__
+    return f"{what} ({detail}); nothing of this file was stored"
 
 
 def _save_stats(session, run_id: int, sources: list[SourceStat]) -> None:

@@ -17,6 +17,11 @@ from tracker.ingest import ingest
 HEADER = {"headroom": 1, "run": {"name": "demo", "shape": {"seq_len": 2048, "n_gpus": 8}}}
 
 
+@pytest.fixture
+def store(backend_store):
+    return backend_store
+
+
 def write_jsonl(path: Path, steps: range, header: dict = HEADER, extra: str = "") -> Path:
     lines = [json.dumps(header)]
     lines += [json.dumps({"step": s, "loss": 3.0 - s / 1000, "lr": 1e-4}) for s in steps]
