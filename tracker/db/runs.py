@@ -180,22 +180,32 @@ def _save_sources(session: Session, run_id: int, sources: list[SourceStat]) -> N
         session.add(SourceFile(run_id=run_id, path=s.path, size=s.size, mtime=s.mtime, sha256=s.sha256))
 
 
+_SERIES_COLUMNS = (
+    SeriesRow.run_id, SeriesRow.id, SeriesRow.name, SeriesRow.original_name, SeriesRow.count,
+    SeriesRow.first_step, SeriesRow.last_step, SeriesRow.min, SeriesRow.max, SeriesRow.last,
+    SeriesRow.first_nonfinite_step,
+)
+_RUN_COLUMNS = (
+    Run.id, Run.name, Run.format, Run.source_path, Run.started_at, Run.ingested_at, Run.status,
+    Run.notes, Run.shape,
+)
+
+
 def summaries(session: Session, run_ids: list[int] | None = None) -> list[RunSummary]:
-    """Runs with their tags and series summaries, newest first, in three queries."""
-    query = select(Run).order_by(Run.id.desc())
-    if run_ids is not None:
-        query = query.where(Run.id.in_(run_ids))
-    runs = session.execute(query).scalars().all()
-    ids = [r.id for r in runs]
+    """Runs with their tags and series summaries, newest first, in three plain queries.
+
+    Columns are selected as tuples, not ORM objects: the runs table of a team
+    database lists thousands of runs and tens of thousands of series.
+    """
+    runs = session.execute(_only(select(*_RUN_COLUMNS), Run.id, run_ids).order_by(Run.id.desc())).all()
     tags: dict[int, list[str]] = defaultdict(list)
+    for run_id, tag in session.execute(
+        _only(select(RunTag.run_id, RunTag.tag), RunTag.run_id, run_ids).order_by(RunTag.tag)
+    ):
+        tags[run_id].append(tag)
     infos: dict[int, dict[str, SeriesInfo]] = defaultdict(dict)
-    for chunk in _chunks(ids, 900):
-        for run_id, tag in session.execute(
-            select(RunTag.run_id, RunTag.tag).where(RunTag.run_id.in_(chunk)).order_by(RunTag.tag)
-        ):
-            tags[run_id].append(tag)
-        for row in session.execute(select(SeriesRow).where(SeriesRow.run_id.in_(chunk))).scalars():
-            infos[row.run_id][row.name] = series_info(row)
+    for row in session.execute(_only(select(*_SERIES_COLUMNS), SeriesRow.run_id, run_ids)):
+        infos[row[0]][row[2]] = SeriesInfo(*row[1:])
     return [
         RunSummary(
             id=r.id, name=r.name, format=r.format, source_path=r.source_path,
@@ -206,14 +216,5 @@ def summaries(session: Session, run_ids: list[int] | None = None) -> list[RunSum
     ]
 
 
-def series_info(row: SeriesRow) -> SeriesInfo:
-    return SeriesInfo(
-        id=row.id, name=row.name, original_name=row.original_name, count=row.count,
-        first_step=row.first_step, last_step=row.last_step, min=row.min, max=row.max,
-        last=row.last, first_nonfinite_step=row.first_nonfinite_step,
-    )
-
-
-def _chunks(items: list[int], size: int):
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def _only(query, column, ids: list[int] | None):
+    return query if ids is None else query.where(column.in_(ids))
