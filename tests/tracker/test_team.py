@@ -134,3 +134,18 @@ def test_publish_and_take_offline_are_idempotent(pg_server, tmp_path):
     assert len(back.copied) == 3 and offline.run_count() == 3
     # a file ingested into the copy is a duplicate of the copied run
     assert ingest(offline, [tmp_path / "r1.jsonl"]).results[0].status == "duplicate"
+
+
+def test_publish_command(pg_server, tmp_path, capsys):
+    from desktop.launcher import main
+
+    local = str(tmp_path / "local.db")
+    team = fresh_database(pg_server)
+    ingest(Store(local), [write_log(tmp_path / "a.jsonl", "a"), write_log(tmp_path / "b.jsonl", "b", 9)])
+    assert main(["publish", "--all", "--db", local, "--to", team, "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["copied"]) == 2
+    assert main(["publish", "a", "--db", local, "--to", team]) == 0
+    out = capsys.readouterr().out
+    assert "0 copied" in out and "1 already there" in out
+    assert main(["take-offline", "--all", "--db", str(tmp_path / "other.db"), "--from", team]) == 0
+    assert Store(str(tmp_path / "other.db")).run_count() == 2

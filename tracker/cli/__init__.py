@@ -13,11 +13,13 @@ import sys
 
 from core import __version__
 
-# Command name -> module under tracker.cli, in the order --help lists them.
+# Command name -> module under tracker.cli that adds it, in the order --help lists them.
 COMMANDS: dict[str, str] = {
     "ingest": "ingest",
     "runs": "runs",
     "series": "series",
+    "publish": "team",
+    "take-offline": "team",
 }
 
 
@@ -41,7 +43,8 @@ def build_parser(extra: dict[str, str] | None = None) -> argparse.ArgumentParser
     parser.add_argument("--version", action="version", version=f"headroom {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parents = [common_options()]
-    for name, module in {**COMMANDS, **(extra or {})}.items():
+    # A module may add several commands (publish and take-offline): add each module once.
+    for module in dict.fromkeys({**COMMANDS, **(extra or {})}.values()):
         _module(module).add_parser(sub, parents)
     return parser
 
