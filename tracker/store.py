@@ -17,8 +17,8 @@ from core.shape import RunShape
 from tracker.db import runs as run_store
 from tracker.db import series as series_store
 from tracker.db.engine import default_url, display_url, make_engine, normalize_url, upgrade
-from tracker.db.runs import USER_SOURCE, RunSummary, SeriesInfo
-from tracker.db.schema import EventRow, Run, RunTag, SeriesRow
+from tracker.db.runs import USER_SOURCE, RunSummary, SeriesInfo, SourceStat
+from tracker.db.schema import EventRow, Run, RunTag, SeriesRow, SourceFile
 
 
 class RunNotFound(LookupError):
@@ -103,6 +103,20 @@ class Store:
     def config(self, run_id: int) -> dict:
         with self.session() as s:
             return dict(self._get(s, run_id).config)
+
+    def final_values(self, run_id: int) -> dict:
+        """Figures the log states once for the whole run (train_runtime, total_flos...)."""
+        with self.session() as s:
+            return dict(self._get(s, run_id).summary)
+
+    def sources(self, run_id: int) -> list[SourceStat]:
+        """The files the run was read from, as they were when last read."""
+        with self.session() as s:
+            self._get(s, run_id)
+            rows = s.execute(
+                select(SourceFile).where(SourceFile.run_id == run_id).order_by(SourceFile.path)
+            ).scalars()
+            return [SourceStat(r.path, r.size, r.mtime, r.sha256) for r in rows]
 
     # Editing
 

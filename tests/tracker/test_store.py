@@ -138,3 +138,18 @@ def test_user_shape_fields_survive_a_reingest(store):
     with store.session() as s:
         runs.save(s, again, "/x/log.jsonl", "hash-4", [], s.get(Run, run_id))
     assert store.run(run_id).shape.seq_len == 2048
+
+
+def test_sources_and_final_values_of_an_ingested_run(store, tmp_path):
+    from tracker.ingest import ingest
+
+    log = tmp_path / "run.jsonl"
+    log.write_text('{"headroom": 1, "run": {"name": "r"}}\n{"step": 1, "loss": 2.0}\n')
+    run_id = ingest(store, [log]).results[0].run_id
+    (source,) = store.sources(run_id)
+    assert source.path == str(log) and source.size == log.stat().st_size
+    assert len(source.sha256) == 64
+    with pytest.raises(RunNotFound):
+        store.sources(run_id + 1)
+    finished = RunLog(format="test", name="done", summary={"train_runtime": 12.5})
+    assert store.final_values(_save(store, finished, "/x/done.json")) == {"train_runtime": 12.5}
