@@ -16,7 +16,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "n_kv_heads": ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num"),
     "head_dim": ("head_dim", "d_kv", "kv_channels"),
     "vocab": ("vocab_size", "padded_vocab_size"),
-    "intermediate": ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "ffn_hidden_size", "encoder_ffn_dim"),
+    "intermediate": ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "ffn_hidden_size", "encoder_ffn_dim",
+                     "ff_hidden"),
     "n_experts": ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"),
     "n_active_experts": ("num_experts_per_tok", "moe_topk", "num_selected_experts"),
 }

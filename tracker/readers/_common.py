@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -72,15 +73,49 @@ def _constant(name: str) -> float:
 
 
 def load_yaml(path: Path) -> Any:
-    """Parse a YAML file safely (no Python object tags)."""
+    """Parse a YAML file safely: Python object tags are read as plain data, never built.
+
+    Lightning's ``hparams.yaml`` holds ``!!python/object:...`` dumps of config
+    objects; a safe loader refuses them, so their fields would be lost.
+    """
     import yaml
 
     try:
-        return yaml.safe_load(read_text(path))
+        return yaml.load(read_text(path), Loader=_plain_loader())
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         raise ReaderError(f"{where}invalid YAML ({getattr(err, 'problem', err)})") from None
+
+
+@cache
+def _plain_loader() -> type:
+    """A SafeLoader that reads unknown tags as the plain mapping, list or scalar they wrap.
+
+    Still safe: no tag ever constructs a Python object. Sets become lists so
+    the result can be stored as JSON.
+    """
+    import yaml
+
+    class PlainLoader(yaml.SafeLoader):
+        pass
+
+    def plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            data = loader.construct_mapping(node, deep=True)
+            inner = data.get("__dict__")  # a dumped object: its attributes are what matters
+            return inner if isinstance(inner, dict) else data
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)
+
+    def as_list(loader: yaml.SafeLoader, node: yaml.Node) -> list:
+        return list(loader.construct_mapping(node))
+
+    PlainLoader.add_multi_constructor("tag:yaml.org,2002:python/", plain)
+    PlainLoader.add_multi_constructor("!", plain)
+    PlainLoader.add_constructor("tag:yaml.org,2002:set", as_list)
+    return PlainLoader
 
 
 def number(value: Any) -> float | None:
