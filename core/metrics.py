@@ -78,7 +78,7 @@ ALIASES: dict[str, Alias] = _table(
     ),
     lr=(
         "lr", "learning_rate", "learning rate", "train/learning_rate", "train/lr",
-        "optimizer/lr", "lr-adamw", "lr-adam", "lr-sgd",
+        "optimizer/lr", "lr-adamw", "lr-adam", "lr-sgd", "learning-rate",
     ),
     grad_norm=("grad_norm", "grad norm", "gnorm", "train/grad_norm", "grad-norm"),
     loss_scale=("loss_scale", "loss scale", "loss-scale", "train/loss_scale"),
@@ -91,7 +91,9 @@ ALIASES: dict[str, Alias] = _table(
     step_time_s=("step_time_s", "iteration_time", "time_metrics/end_to_end(s)"),
     tflops=("tflops", "throughput per gpu (tflop/s/gpu)", "throughput/tflops", "tflop/s/gpu"),
     mfu=("mfu", "mfu(%)", "throughput/mfu"),
-    batch_size=("batch_size", "global batch size", "global_batch_size", "train/global_batch_size"),
+    batch_size=(
+        "batch_size", "global batch size", "global_batch_size", "train/global_batch_size", "batch-size",
+    ),
     micro_batch_size=("micro_batch_size", "micro batch size"),
     seq_len=("seq_len", "seq_length", "sequence_length"),
     tokens_seen=(
@@ -120,6 +122,9 @@ ALIASES.update(
         "mem-max-reserved-bytes": Alias("mem_reserved_gib", 1 / GIB),
         "max_memory_allocated": Alias("mem_peak_gib", 1 / GIB),
         "max_memory_reserved": Alias("mem_reserved_gib", 1 / GIB),
+        # torch.cuda.memory_stats() keys, as Lightning's DeviceStatsMonitor logs them
+        "allocated_bytes.all.peak": Alias("mem_peak_gib", 1 / GIB),
+        "reserved_bytes.all.peak": Alias("mem_reserved_gib", 1 / GIB),
     }
 )
 
@@ -134,10 +139,14 @@ def resolve(original: str) -> Alias:
     grouped under ``eval/<name>`` as DESIGN.md asks.
     """
     key = _SPACES.sub(" ", original.strip()).lower()
+    if key.startswith("devicestatsmonitor.") and "/" in key:
+        key = key.split("/", 1)[1]  # Lightning: "DeviceStatsMonitor.on_train_batch_end/<stat>"
     if key in ALIASES:
         return ALIASES[key]
-    if key.startswith("lr-"):
-        return Alias("lr")
+    if key.endswith("_step") and key.removesuffix("_step") in ALIASES:
+        return ALIASES[key.removesuffix("_step")]  # Lightning's on_step copy of a metric
+    if key.startswith("lr-") and "momentum" not in key:
+        return Alias("lr")  # Lightning's LearningRateMonitor: lr-AdamW, lr-AdamW/pg1
     match = _EVAL_PREFIX.match(original.strip())
     if match:
         return Alias(f"eval/{match['rest']}")

@@ -52,6 +52,8 @@ def shape_fields(args: dict[str, Any]) -> dict[str, Any]:
     """Shape fields stated by a (possibly nested) argument dict."""
     leaves = _leaves(args)
     out = arch_fields(leaves)
+    if str(out.get("family", "")).startswith("ModelType."):
+        del out["family"]  # Megatron's model_type is an enum (encoder_or_decoder), not a family
     for name, keys in _INT_KEYS.items():
         value = _first(leaves, keys, _int)
         if value is not None:
@@ -154,7 +156,7 @@ def _fsdp(leaves: dict[str, Any]) -> str | None:
 
 
 def _method(leaves: dict[str, Any]) -> str | None:
-    value = leaves.get("train_type", leaves.get("finetuning_type"))
+    value = next((leaves[k] for k in ("train_type", "tuner_type", "finetuning_type") if k in leaves), None)
     return value if value in _METHODS else None
 
 

@@ -32,3 +32,25 @@ def test_units_scale_to_canonical():
     assert resolve("mem-max-allocated-bytes").scale * 3 * GIB == pytest.approx(3.0)
     assert to_gib(1024, "MiB") == pytest.approx(1.0)
     assert to_gib(1.0, "GB") == pytest.approx(1e9 / GIB)
+
+
+@pytest.mark.parametrize(
+    ("original", "name"),
+    [
+        ("lr-AdamW/pg2", "lr"),  # LearningRateMonitor, second param group
+        ("lr-AdamW-momentum", "lr-AdamW-momentum"),  # its momentum is not a learning rate
+        ("grad_norm_step", "grad_norm"),  # Lightning's on_step copy of a known metric
+        ("train_perplexity_step", "train_perplexity_step"),  # ... of an unknown one: as written
+        ("global_step", "global_step"),
+        ("DeviceStatsMonitor.on_train_batch_end/allocated_bytes.all.peak", "mem_peak_gib"),
+        ("learning-rate", "lr"),  # Megatron's TensorBoard tags
+        ("batch-size", "batch_size"),
+    ],
+)
+def test_lightning_and_megatron_tensorboard_names(original, name):
+    assert resolve(original).name == name
+
+
+def test_device_stats_bytes_become_gib():
+    alias = resolve("DeviceStatsMonitor.on_train_batch_start/reserved_bytes.all.peak")
+    assert alias.name == "mem_reserved_gib" and alias.scale * GIB == pytest.approx(1.0)
