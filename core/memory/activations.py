@@ -1,0 +1,188 @@
+"""Activation memory: what autograd keeps between forward and backward, per GPU.
+
+The fused profile (Megatron with Transformer Engine) is Korthikanti et al.,
+"Reducing Activation Recomputation in Large Transformer Models" (2022), table 2,
+generalised to GQA and gated MLPs: ``sbh(34 + 5as/h)`` bytes per layer for GPT.
+The eager profile is the same inventory for PyTorch modules as Hugging Face
+writes them, which keep more: RMSNorm upcasts to fp32 (4h for its input, 2h for
+the normalised value, 2h for its output), SwiGLU keeps gate, SiLU, up and their
+product (4 x 2f), eager attention keeps fp32 softmax and its bf16 copy (6as).
+Frozen weights (LoRA) need no saved input, so LoRA keeps less than full
+fine-tuning. The counts were checked tensor by tensor with saved-tensor hooks
+on real models (tests/core/test_activations.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.memory.precision import PRECISIONS
+from core.memory.setup import Setup
+from core.memory.spec import ModelSpec
+
+# Elements saved per MLP-width element by the activation (input, output, composites).
+_ACT_SAVES = {"silu": 1, "gelu": 1, "relu": 1, "gelu_new": 4}
+LOGITS_EAGER = 12  # fp32 log-softmax saved, then its fp32 gradient and the logits' gradient
+LOGITS_FUSED = 4  # Megatron's vocab-parallel CE keeps one fp32 softmax, gradient in place
+
+
+@dataclass(frozen=True)
+class PerToken:
+    """Bytes one token keeps in one layer: replicated under TP, split by TP, per key."""
+
+    replicated: float
+    split: float
+    per_key: float = 0.0  # eager attention scores: times the sequence length
+
+    def total(self, seq: int, tp: int = 1, sp: bool = False) -> float:
+        rep = self.replicated / (tp if sp else 1)
+        return rep + (self.split + self.per_key * seq) / tp
+
+
+def element_bytes(setup: Setup) -> float:
+    if setup.method == "qlora" or setup.method == "inference":
+        return 4.0 if setup.compute_dtype == "fp32" else 2.0
+    if setup.precision in PRECISIONS:
+        return PRECISIONS[setup.precision].activation
+    return 2.0
+
+
+def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
+    """Saved bytes per token in one transformer block, with no recompute."""
+    e = element_bytes(setup)
+    full = setup.method == "full"
+    h, qd, kvd = spec.hidden, spec.n_heads * (spec.v_head_dim or spec.head_dim), spec.kv_dim
+    width = spec.active_intermediate if moe else spec.intermediate
+    norm_in = (2 * e if spec.norm == "layer" else 4.0) * h  # RMSNorm upcasts its input
+    attn_in_saved, mlp_in_saved = _inputs_saved(setup)
+    if setup.fused_layers:
+        norm_in = e * h
+    rep = spec.norms_per_layer / 2 * (2 * norm_in + e * h * (attn_in_saved + mlp_in_saved))
+    if full and not setup.fused_layers and spec.norm != "layer":
+        rep += spec.norms_per_layer * e * h  # normalised value kept for the weight's gradient
+    rep += 2 * h if spec.dropout else 0.0  # hidden dropout masks, one byte each
+    split = _attention(spec, setup, e, qd, kvd) + _mlp(spec, setup, e, width, mlp_in_saved)
+    if moe:
+        split += e * h * spec.n_active_experts + 4 * spec.n_experts  # dispatched copies, router
+    split += _lora_dropout(spec, setup, e)
+    per_key = _scores(spec, setup, e)
+    return PerToken(rep, split, per_key)
+
+
+def _inputs_saved(setup: Setup) -> tuple[bool, bool]:
+    """Whether the inputs of the attention and MLP linears are kept for backward.
+
+    A trainable weight needs its input; a frozen one does not, except that
+    bitsandbytes' quantised matmuls save their input whatever is frozen (QLoRA).
+    """
+    if setup.method in ("full", "qlora"):
+        return True, True
+    if setup.method == "lora":
+        return True, setup.lora_targets == "all-linear"
+    return False, False
+
+
+def _attention(spec: ModelSpec, setup: Setup, e: float, qd: int, kvd: int) -> float:
+    if spec.mla:  # compressed KV is expanded per head before attention
+        kvd = spec.n_heads * spec.head_dim
+    eager = setup.attention == "eager"
+    k_and_v = 2 * qd if eager and not setup.fused_layers else 2 * kvd  # repeat_kv copies
+    out = e * qd  # attention output: flash keeps it, and it is o_proj's input
+    lse = 0.0 if eager else 4.0 * spec.n_heads
+    return e * (qd + k_and_v) + out + lse
+
+
+def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
+    """Bytes per token per key position: the s x s attention matrices eager attention keeps."""
+    if setup.attention != "eager" or setup.recompute in ("selective", "full"):
+        return 0.0
+    a = spec.n_heads
+    if setup.fused_layers:  # Korthikanti: softmax output, dropout mask and output (5as)
+        return a * (2 * e + 1) if spec.dropout else a * e
+    kept = 4.0 + e  # fp32 softmax and its copy in the compute dtype
+    return a * (kept + (e + 1 if spec.dropout else 0.0))
+
+
+def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: bool) -> float:
+    if spec.gated_mlp:  # gate output, activation output, up output; product for down_proj
+        return e * width * (3 + down_input_saved)
+    saves = _ACT_SAVES.get(spec.activation, 1)
+    return e * width * (saves + down_input_saved)
+
+
+def _lora_dropout(spec: ModelSpec, setup: Setup, e: float) -> float:
+    """PEFT applies a separate dropout per adapted matrix: output and a one-byte mask."""
+    if setup.method not in ("lora", "qlora") or not setup.lora_dropout:
+        return 0.0
+    per_layer = sum(m.d_in * m.count for m in spec.lora_matrices(setup.lora_targets))
+    return (e + 1) * per_layer / max(1, spec.n_layers)
+
+
+def block_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """Activation bytes of all transformer blocks on the busiest GPU (first pipeline stage)."""
+    lay = setup.layout
+    tokens = setup.micro_batch * setup.seq_len
+    s, tp, sp = setup.seq_len, lay.tp, lay.sequence_parallel
+    dense = layer_per_token(spec, setup, moe=False).total(s, tp, sp)
+    moe = layer_per_token(spec, setup, moe=True).total(s, tp, sp) if spec.is_moe else 0.0
+    n_moe = spec.moe_layers
+    per_layer = [dense] * (spec.n_layers - n_moe) + [moe] * n_moe
+    layers = spec.n_layers / lay.pp
+    if setup.recompute == "full":
+        kept = element_bytes(setup) * spec.hidden / (tp if sp else 1)
+        stored = kept * layers * _in_flight(setup)
+        return tokens * (stored + max(per_layer))  # one layer is rebuilt during backward
+    mean = sum(per_layer) / len(per_layer)
+    return tokens * mean * layers * _in_flight(setup)
+
+
+def _in_flight(setup: Setup) -> float:
+    """Micro-batches whose activations the first pipeline stage holds at once.
+
+    1F1B keeps PP micro-batches in flight (fewer if the step has fewer); the
+    interleaved schedule adds 1 + (p - 1) / (p v) (Megatron-LM's
+    theoretical_memory_usage.py).
+    """
+    lay = setup.layout
+    if lay.pp == 1:
+        return 1.0
+    if lay.pp_schedule == "interleaved":
+        return lay.pp * (1 + (lay.pp - 1) / (lay.pp * lay.virtual_stages))
+    return float(min(lay.pp, setup.grad_accum))
+
+
+def edge_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """Embedding output, final norm and LM-head input, on the stage that holds them."""
+    e = element_bytes(setup)
+    tokens = setup.micro_batch * setup.seq_len
+    return tokens * (8 + (4.0 + 3 * e) * spec.hidden) / setup.layout.tp
+
+
+def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """The output layer and cross-entropy: b x s x vocab, large for 128k+ vocabularies.
+
+    Hugging Face models keep the bf16 logits and an fp32 log-softmax, and the
+    loss's backward adds two fp32 gradients while every activation is still
+    held (14 bytes per logit at the peak); Megatron's fused cross-entropy keeps
+    about 6. Fused / chunked losses (Liger, Cut Cross-Entropy) avoid the tensor.
+    """
+    e = element_bytes(setup)
+    tp = setup.layout.tp
+    if setup.method == "inference":
+        return setup.micro_batch * spec.vocab * (e + 4) / tp  # only the last position
+    if setup.fused_loss:
+        return 0.0
+    extra = LOGITS_FUSED if setup.fused_layers else LOGITS_EAGER
+    return setup.micro_batch * setup.seq_len * spec.vocab * (e + extra) / tp
+
+
+def inference_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """Transient workspace of one layer during prefill (nothing is kept for backward)."""
+    e = element_bytes(setup)
+    tokens = setup.micro_batch * setup.seq_len
+    width = spec.active_intermediate if spec.is_moe else spec.intermediate
+    mlp = (3 if spec.gated_mlp else 2) * e * width
+    scores = 0.0
+    if setup.attention == "eager":
+        scores = spec.n_heads * setup.seq_len * (2 * e + 4)
+    return tokens * (4 * e * spec.hidden + max(mlp, scores)) / setup.layout.tp

@@ -1,0 +1,250 @@
+"""Per-GPU memory of a run, by component, and the three readings logs record.
+
+Components (DESIGN.md): weights, gradients, optimizer, activations, logits,
+kv_cache, overhead. Static terms follow EleutherAI's "Transformer Math 101"
+and the ZeRO paper's sharding rules ((2 + 2 + K)Ψ / N_d ...); activations
+follow Korthikanti et al. (see :mod:`core.memory.activations`); quantised
+storage follows Dettmers et al., "QLoRA".
+
+The peak is the larger of two moments: the start of backward (activations and
+logits all held, gradients only where a framework keeps them across steps) and
+the optimizer step (every gradient, no activations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.memory import activations as act
+from core.memory.precision import PRECISIONS, frozen_bytes, optimizer_state_bytes
+from core.memory.setup import Setup, check
+from core.memory.spec import ModelSpec
+
+GIB = 1024.0**3
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead")
+# Allocator and runtime priors (calibration replaces them with what the user's runs show).
+RESERVED_FACTOR = 1.10  # caching-allocator fragmentation: 5-10 % (PyTorch reviewers), Megatron 1.05
+CUDA_CONTEXT_GIB = 0.75  # context + kernels: 0.3-2 GiB first use (HF anatomy: 1.3 GB on a V100)
+NCCL_GIB = 0.5  # communicator buffers when more than one GPU talks
+WORKSPACE_GIB = 0.1  # cuBLAS / attention workspaces inside the allocator
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Predicted memory of one GPU, in bytes, with the three readings."""
+
+    breakdown: dict[str, float]
+    allocated: float
+    reserved: float
+    device: float
+    phase: str  # "backward" or "optimizer step": when the allocated peak happens
+    trainable_params: int
+    total_params: int
+    stage: str = "first"  # pipeline stage reported (the busier of first and last)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def gib(self) -> dict[str, float]:
+        return {k: v / GIB for k, v in self.breakdown.items()}
+
+    def reading(self, counter: str) -> float:
+        """Bytes for a counter kind: "allocated", "reserved" or "device"."""
+        return {"allocated": self.allocated, "reserved": self.reserved, "device": self.device}[
+            counter]
+
+
+def trainable_params(spec: ModelSpec, setup: Setup) -> int:
+    if setup.method == "full":
+        return spec.total_params
+    if setup.method in ("lora", "qlora"):
+        return spec.lora_params(setup.lora_rank, setup.lora_targets)
+    return 0
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """The share of the model one pipeline stage holds, before TP and data sharding."""
+
+    block_fraction: float
+    embedding: bool
+    head: bool
+
+    def params(self, spec: ModelSpec) -> float:
+        n = spec.block_params * self.block_fraction
+        n += spec.embedding_params if self.embedding else 0
+        n += spec.head_params if self.head else 0
+        return n
+
+
+def _stages(spec: ModelSpec, setup: Setup) -> dict[str, _Stage]:
+    pp = setup.layout.pp
+    if pp == 1:
+        return {"only": _Stage(1.0, True, True)}
+    tied_head_first = spec.tied_embeddings  # a tied head still needs its copy on the last stage
+    return {
+        "first": _Stage(1 / pp, True, False),
+        "last": _Stage(1 / pp, False, True or tied_head_first),
+    }
+
+
+def estimate(spec: ModelSpec, setup: Setup) -> Estimate:
+    """Predict the per-GPU memory of ``setup`` on ``spec`` (raises SetupError if invalid)."""
+    check(spec, setup)
+    results = [_stage_estimate(spec, setup, name, stage)
+               for name, stage in _stages(spec, setup).items()]
+    return max(results, key=lambda e: e.allocated)
+
+
+def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> Estimate:
+    lay = setup.layout
+    frac = stage.params(spec) / spec.total_params
+    trainable = trainable_params(spec, setup)
+    static = _static(spec, setup, trainable * frac, frac)
+    dynamic = _dynamic(spec, setup, stage)
+    overhead = WORKSPACE_GIB * GIB + static.pop("buckets")
+    backward = static["weights"] + static["optimizer"] + static["persistent_grads"]
+    backward += dynamic["activations"] + dynamic["logits"] + dynamic["kv_cache"] + overhead
+    step = static["weights"] + static["optimizer"] + static["gradients"] + overhead
+    at_backward = backward >= step or not setup.training
+    grads = static["persistent_grads"] if at_backward else static["gradients"]
+    breakdown = {
+        "weights": static["weights"],
+        "gradients": grads,
+        "optimizer": static["optimizer"],
+        "activations": dynamic["activations"] if at_backward else 0.0,
+        "logits": dynamic["logits"] if at_backward else 0.0,
+        "kv_cache": dynamic["kv_cache"],
+        "overhead": overhead,
+    }
+    allocated = sum(breakdown.values())
+    reserved = allocated * RESERVED_FACTOR
+    device = reserved + (CUDA_CONTEXT_GIB + (NCCL_GIB if lay.n_gpus > 1 else 0.0)) * GIB
+    return Estimate(
+        breakdown=breakdown, allocated=allocated, reserved=reserved, device=device,
+        phase="backward" if at_backward and setup.training else (
+            "optimizer step" if setup.training else "generation"),
+        trainable_params=trainable, total_params=spec.total_params, stage=name,
+        notes=tuple(_notes(spec, setup, static, breakdown)),
+    )
+
+
+def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dict[str, float]:
+    """Weights, gradients and optimizer state on one GPU, after TP/PP and data sharding."""
+    lay = setup.layout
+    mp = lay.tp
+    dp_shards = lay.param_shards
+    weights = _weight_bytes(spec, setup, frac) / mp
+    if setup.method != "full":  # adapters train; the base is frozen
+        weights += trainable * _adapter_bytes(setup) / mp
+    p = _precision(setup)
+    grads = trainable * p.grad / mp
+    optimizer = trainable * (p.master + optimizer_state_bytes(setup.optimizer, p.state)) / mp
+    if setup.optimizer == "adafactor":
+        optimizer += _adafactor_bytes(spec, setup) * frac / mp
+    if setup.optimizer == "none":
+        optimizer = trainable * p.master / mp
+    gathered = 0.0
+    if lay.shards_params and lay.dp > 1:
+        gathered = 4.0 * spec.largest_layer_params / mp  # DeepSpeed: fp16 params + grads of it
+        weights = weights / dp_shards
+    if lay.offload_params:
+        weights = 0.0
+    weights += gathered
+    if lay.shards_grads and lay.dp > 1:
+        grads /= lay.dp if lay.fsdp != "hybrid" else dp_shards
+    if lay.shards_optimizer and lay.dp > 1:
+        optimizer /= lay.dp if lay.fsdp != "hybrid" else dp_shards
+    if lay.offload_optimizer:  # ZeRO-Offload keeps gradients and states on the CPU
+        optimizer, grads = 0.0, 0.0
+    persistent = grads if _grads_persist(setup) else 0.0
+    buckets = grads if _ddp_buckets(setup) else 0.0
+    return {"weights": weights, "gradients": grads, "optimizer": optimizer,
+            "persistent_grads": persistent, "buckets": buckets}
+
+
+def _precision(setup: Setup):
+    if setup.method == "full":
+        return PRECISIONS[setup.precision]
+    # Adapters: PEFT keeps them in fp32 unless the whole model runs in pure 16-bit.
+    half = setup.method == "lora" and setup.precision in ("fp16", "bf16")
+    return PRECISIONS["bf16" if half else "fp32"] if setup.training else PRECISIONS["bf16"]
+
+
+def _adapter_bytes(setup: Setup) -> float:
+    return _precision(setup).weight
+
+
+def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
+    """The model's own weights on this stage: compute copy, frozen or quantised."""
+    n = spec.total_params * frac
+    if setup.method == "full":
+        p = PRECISIONS[setup.precision]
+        return n * (p.weight + p.weight_cache)
+    storage = setup.base_storage
+    if storage not in ("nf4", "int8"):
+        return n * frozen_bytes(storage)
+    # bitsandbytes quantises the block linears; embeddings, head and norms stay 16-bit.
+    linear = spec.linear_params * frac
+    compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
+    quant = frozen_bytes(storage, setup.quant_type, setup.double_quant)
+    return linear * quant + (n - linear) * compute
+
+
+def _adafactor_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """Factored second moments: one row and one column accumulator per matrix (fp32)."""
+    if setup.method != "full":
+        return 0.0
+    per = sum((m.d_in + m.d_out) * m.count for m in spec.matrices)
+    return 4.0 * per
+
+
+def _grads_persist(setup: Setup) -> bool:
+    """Gradients held at the start of backward: accumulation, or a framework's own buffers."""
+    return setup.grad_accum > 1 or setup.fused_layers or setup.framework == "deepspeed" or (
+        setup.layout.zero > 0)
+
+
+def _ddp_buckets(setup: Setup) -> bool:
+    """PyTorch DDP copies gradients into all-reduce buckets (gradient_as_bucket_view=False)."""
+    lay = setup.layout
+    return (setup.training and lay.dp > 1 and not lay.zero and not lay.fsdp
+            and not setup.fused_layers and setup.framework != "deepspeed")
+
+
+def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
+    """Activations, logits and KV cache of one GPU on this stage."""
+    if not setup.training:
+        return {"activations": act.inference_bytes(spec, setup),
+                "logits": act.logits_bytes(spec, setup) if stage.head else 0.0,
+                "kv_cache": kv_cache_bytes(spec, setup)}
+    activations = act.block_bytes(spec, setup)
+    if stage.embedding or stage.head:
+        activations += act.edge_bytes(spec, setup)
+    logits = act.logits_bytes(spec, setup) if stage.head else 0.0
+    return {"activations": activations, "logits": logits, "kv_cache": 0.0}
+
+
+def kv_cache_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """2 (K and V) x layers x batch x context x KV heads x head dim x bytes.
+
+    DeepSeek's latent attention caches the compressed KV (kv_lora_rank + rope
+    dims per token and layer), as serving engines do.
+    """
+    lay = setup.layout
+    e = 4.0 if setup.compute_dtype == "fp32" else 2.0
+    tokens = setup.micro_batch * setup.seq_len
+    layers = spec.n_layers / lay.pp
+    if spec.mla:
+        return layers * tokens * (spec.kv_lora_rank + spec.rope_head_dim) * e
+    heads = spec.n_kv_heads / lay.tp if spec.n_kv_heads >= lay.tp else 1
+    return 2 * layers * tokens * heads * spec.head_dim * e
+
+
+def _notes(spec: ModelSpec, setup: Setup, static: dict, breakdown: dict) -> list[str]:
+    notes = []
+    if setup.training and breakdown["gradients"] < static["gradients"]:
+        notes.append("peak at the start of backward: gradients appear as activations are freed")
+    if setup.optimizer == "paged-adamw-8bit":
+        notes.append("paged 8-bit Adam can move its state to CPU memory under pressure")
+    if setup.layout.offload_optimizer:
+        notes.append("optimizer state and fp32 gradients live in CPU memory")
+    return notes
