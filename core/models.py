@@ -83,9 +83,17 @@ def from_params(n_params: float) -> ModelSpec:
     """A shape for a bare parameter count: the nearest decoder preset, scaled to ``n_params``."""
     if not n_params or n_params <= 0:
         raise ModelError("the parameter count must be positive")
+    def distance(p: Preset) -> float:
+        return abs(math.log(p.n_params / n_params))
+
     decoders = [p for p in presets().values()
                 if p.config.get("model_type") not in ENCODER_ONLY + ("t5", "whisper")]
-    near = min(decoders, key=lambda p: abs(math.log(p.n_params / n_params)))
+    # Prefer today's dense gated decoders (Llama, Qwen, Mistral, Gemma, Phi) when one is close.
+    modern = [p for p in decoders if p.config.get("model_type") in GATED
+              and not _moe(p.config, shape_fields(p.config))]
+    near = min(modern, key=distance)
+    if distance(near) > math.log(1.5):
+        near = min(decoders, key=distance)
     spec = near.spec()
     note = (f"shape of {near.name} ({near.n_params / 1e9:.2f}B), the nearest preset to "
             f"{n_params / 1e9:.2f}B parameters")
