@@ -1,102 +1,195 @@
-"""Shape facts from HF-style training arguments, as trainers built on it save or print them.
+"""Training-setup facts from an argument dict, whichever framework wrote it.
 
-``TrainingArguments`` (printed by the HF Trainer), LLaMA-Factory's
-``training_args.yaml`` and ms-swift's ``args.json`` share most names; each adds
-a few of its own (``cutoff_len``, ``finetuning_type``, ``tuner_type``...).
+HF ``TrainingArguments``, Megatron's argument namespace and Lightning's
+``hparams.yaml`` spell the same facts differently (``per_device_train_batch_size``,
+``micro_batch_size``, ``batch_size``; ``bf16: true``, ``precision: bf16-mixed``).
+This maps the common spellings onto :class:`core.shape.RunShape` fields, saying
+only what the arguments state. Architecture keys go through :mod:`core.hf_config`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from core.dist_config import deepspeed_fields, fsdp_fields
+from core.hf_config import shape_fields as arch_fields
 
-_FIRST_INT = {
-    "micro_batch": ("per_device_train_batch_size", "per_gpu_train_batch_size", "micro_batch_size"),
-    "grad_accum": ("gradient_accumulation_steps",),
-    "seq_len": ("max_seq_length", "max_length", "cutoff_len", "sequence_len", "model_max_length"),
-    "n_gpus": ("global_world_size", "world_size"),
+# Integer fields: the first key present wins, so more specific spellings come first.
+_INT_KEYS: dict[str, tuple[str, ...]] = {
+    "micro_batch": (
+        "per_device_train_batch_size", "micro_batch_size", "train_micro_batch_size_per_gpu",
+        "micro_batch", "batch_size",
+    ),
+    "global_batch": ("global_batch_size", "global_batch"),
+    "grad_accum": (
+        "gradient_accumulation_steps", "accumulate_grad_batches", "grad_accum",
+        "gradient_accumulation",
+    ),
+    "seq_len": (
+        "seq_length", "seq_len", "max_seq_length", "max_seq_len", "sequence_length",
+        "context_length", "block_size", "cutoff_len", "model_max_length", "max_length",
+    ),
+    "tp": ("tensor_model_parallel_size", "tensor_parallel_size", "tp_size"),
+    "pp": ("pipeline_model_parallel_size", "pipeline_parallel_size", "pp_size"),
+    "n_gpus": ("world_size", "n_gpus", "num_gpus", "devices"),
+    "n_nodes": ("num_nodes", "nnodes", "n_nodes"),
+    "zero_stage": ("zero_stage",),
     "lora_rank": ("lora_rank", "lora_r"),
 }
-_ATTENTION = {"flash_attention_2": "flash", "flash_attention_3": "flash", "fa2": "flash", "fa3": "flash",
-              "flash_attn": "flash", "flash": "flash", "sdpa": "sdpa", "eager": "eager", "disabled": "eager"}
-_METHODS = {"lora": "lora", "qlora": "qlora", "full": "full", "freeze": "full", "dora": "lora"}
+
+# Lightning's precision flag, and accelerate's mixed_precision.
+_PRECISION = {
+    "bf16-mixed": "mixed-bf16", "16-mixed": "mixed-fp16", "bf16-true": "bf16", "16-true": "fp16",
+    "32-true": "fp32", "32": "fp32", "64-true": "fp32", "16": "mixed-fp16", "bf16": "mixed-bf16",
+    "fp16": "mixed-fp16", "transformer-engine": "fp8", "fp8": "fp8",
+}
+_ATTENTION = {"flash_attention_2": "flash", "flash_attention_3": "flash", "flash": "flash",
+              "sdpa": "sdpa", "eager": "eager"}
+_METHODS = ("full", "lora", "qlora")
 
 
 def shape_fields(args: dict[str, Any]) -> dict[str, Any]:
-    """Shape fields these arguments state (values left at "auto" or None are not stated)."""
-    out: dict[str, Any] = {}
-    for field, keys in _FIRST_INT.items():
-        value = next((args[k] for k in keys if _is_int(args.get(k))), None)
-        if value:
-            out[field] = value
-    _precision(args, out)
-    _method(args, out)
-    _parallel(args, out)
-    if isinstance(args.get("gradient_checkpointing"), bool):
-        out["recompute"] = "full" if args["gradient_checkpointing"] else "none"
-    attention = args.get("attn_implementation") or args.get("attn_impl") or args.get("flash_attn")
-    if isinstance(attention, str) and attention.lower() in _ATTENTION:
-        out["attention"] = _ATTENTION[attention.lower()]
-    optimizer = args.get("optim")
-    if isinstance(optimizer, str):
-        out["optimizer"] = optimizer_name(optimizer)
-    model = args.get("model_name_or_path") or args.get("model")
-    if isinstance(model, str) and model:
-        out["model"] = model
+    """Shape fields stated by a (possibly nested) argument dict."""
+    leaves = _leaves(args)
+    if "architectures" in leaves and leaves.get("max_length") == 20:
+        # W&B and MLflow log the HF model config beside the arguments; its max_length
+        # is the generation default (20), not the training sequence length.
+        del leaves["max_length"]
+    out = arch_fields(leaves)
+    if str(out.get("family", "")).startswith("ModelType."):
+        del out["family"]  # Megatron's model_type is an enum (encoder_or_decoder), not a family
+    for name, keys in _INT_KEYS.items():
+        value = _first(leaves, keys, _int)
+        if value is not None:
+            out[name] = value
+    for name, read in _READERS.items():
+        value = read(leaves)
+        if value is not None:
+            out[name] = value
     return out
 
 
-def optimizer_name(optim: str) -> str:
-    """HF ``optim`` values grouped by what their state costs: adamw, adamw-8bit, adafactor, sgd..."""
-    name = optim.lower()
-    if "8bit" in name:
-        return "adamw-8bit"
-    if name.startswith(("adamw", "adam_", "paged_adamw")) or name == "adam":
-        return "adamw"
+def _leaves(args: dict[str, Any]) -> dict[str, Any]:
+    """Nested configs (``cfg.data.batch_size``) flattened to their last key, shallowest first."""
+    out: dict[str, Any] = {}
+    level = [args]
+    while level:
+        deeper = []
+        for node in level:
+            for key, value in node.items():
+                if isinstance(value, dict):
+                    deeper.append(value)
+                else:
+                    out.setdefault(str(key), value)
+        level = deeper
+    return out
+
+
+def _first(leaves: dict[str, Any], keys: tuple[str, ...], convert: Callable[[Any], Any]) -> Any:
+    for key in keys:
+        value = convert(leaves.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value > 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    return None
+
+
+def _precision(leaves: dict[str, Any]) -> str | None:
+    flag = leaves.get("precision", leaves.get("mixed_precision"))
+    if flag is not None and not isinstance(flag, bool):
+        return _PRECISION.get(str(flag).strip().lower())
+    # HF and Megatron: bf16/fp16 switches keep fp32 master weights (mixed precision).
+    if leaves.get("bf16") is True:
+        return "mixed-bf16"
+    if leaves.get("fp16") is True:
+        return "mixed-fp16"
+    return None
+
+
+def _optimizer(leaves: dict[str, Any]) -> str | None:
+    name = leaves.get("optim", leaves.get("optimizer"))
+    if not isinstance(name, str) or not name:
+        return None
+    name = name.strip().lower()
+    if "adam" in name and "8bit" in name:
+        return "adamw_8bit"
+    if name.startswith("adam"):
+        return "adamw"  # Megatron's and HF's "adam" variants decouple weight decay
     return name
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _recompute(leaves: dict[str, Any]) -> str | None:
+    if "recompute_granularity" in leaves:  # Megatron: None, "selective" or "full"
+        value = leaves["recompute_granularity"]
+        return str(value) if value in ("selective", "full") else "none"
+    mode = leaves.get("activation_checkpointing", leaves.get("gradient_checkpointing"))
+    if isinstance(mode, bool):
+        return "full" if mode else "none"
+    if isinstance(mode, str) and mode in ("none", "selective", "full"):
+        return mode
+    return None
 
 
-def _precision(args: dict[str, Any], out: dict[str, Any]) -> None:
-    if args.get("bf16") is True:
-        out["precision"] = "mixed-bf16"
-    elif args.get("fp16") is True:
-        out["precision"] = "mixed-fp16"
-    elif args.get("bf16") is False and args.get("fp16") is False:
-        out["precision"] = "fp32"
+def _attention(leaves: dict[str, Any]) -> str | None:
+    name = leaves.get("attn_implementation", leaves.get("_attn_implementation"))
+    if isinstance(name, str):
+        return _ATTENTION.get(name)
+    backend = leaves.get("attention_backend")  # Megatron: "AttnBackend.flash" or "flash"
+    if isinstance(backend, str):
+        return _ATTENTION.get(backend.rsplit(".", 1)[-1])
+    return "flash" if leaves.get("use_flash_attn") is True else None
 
 
-def _method(args: dict[str, Any], out: dict[str, Any]) -> None:
-    kind = args.get("finetuning_type") or args.get("tuner_type") or args.get("train_type")
-    method = _METHODS.get(str(kind).lower()) if kind else None
-    bits = args.get("quantization_bit") or args.get("quant_bits")
-    if method == "lora" and _is_int(bits) and bits <= 4:
-        method = "qlora"
-        out["quantization"] = "nf4"
-    if method:
-        out["method"] = method
-    if method in ("lora", "qlora"):
-        alpha = args.get("lora_alpha")
-        if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
-            out["lora_alpha"] = alpha
-        targets = args.get("lora_target") or args.get("target_modules")
-        if isinstance(targets, str):
-            targets = [t.strip() for t in targets.split(",") if t.strip()]
-        if isinstance(targets, list) and targets:
-            out["lora_targets"] = sorted(str(t) for t in targets)
-    else:
-        out.pop("lora_rank", None)  # frameworks keep a default rank even for full fine-tuning
+def _fsdp(leaves: dict[str, Any]) -> str | None:
+    value = leaves.get("fsdp")
+    if isinstance(value, list):
+        value = " ".join(str(v) for v in value)
+    if isinstance(value, str) and value.strip():
+        return value.strip().split()[0]
+    strategy = leaves.get("strategy")
+    return "fsdp" if isinstance(strategy, str) and strategy.lower().startswith("fsdp") else None
 
 
-def _parallel(args: dict[str, Any], out: dict[str, Any]) -> None:
-    deepspeed = args.get("deepspeed")
-    if isinstance(deepspeed, dict):
-        out.update(deepspeed_fields(deepspeed))
-    fsdp = args.get("fsdp")
-    if fsdp:
-        config = args.get("fsdp_config")
-        out.update(fsdp_fields(fsdp, config if isinstance(config, dict) else None))
+def _method(leaves: dict[str, Any]) -> str | None:
+    value = next((leaves[k] for k in ("train_type", "tuner_type", "finetuning_type") if k in leaves), None)
+    return value if value in _METHODS else None
+
+
+def _kv_heads(leaves: dict[str, Any]) -> int | None:
+    # Megatron states GQA as a switch plus a group count; the count alone means nothing.
+    if leaves.get("group_query_attention") is True:
+        return _int(leaves.get("num_query_groups"))
+    return None
+
+
+def _bool(key: str) -> Callable[[dict[str, Any]], bool | None]:
+    return lambda leaves: leaves[key] if isinstance(leaves.get(key), bool) else None
+
+
+def _text(*keys: str) -> Callable[[dict[str, Any]], str | None]:
+    def read(leaves: dict[str, Any]) -> str | None:
+        return _first(leaves, keys, lambda v: v if isinstance(v, str) and v else None)
+
+    return read
+
+
+_READERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "precision": _precision,
+    "optimizer": _optimizer,
+    "recompute": _recompute,
+    "attention": _attention,
+    "fsdp": _fsdp,
+    "method": _method,
+    "n_kv_heads": _kv_heads,
+    "sequence_parallel": _bool("sequence_parallel"),
+    "model": _text("pretrained_model_name_or_path", "model_name_or_path"),
+}
