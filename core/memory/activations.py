@@ -64,7 +64,7 @@ def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
     split = _attention(spec, setup, e, qd, kvd) + _mlp(spec, setup, e, width, mlp_in_saved)
     if moe:
         split += e * h * spec.n_active_experts + 4 * spec.n_experts  # dispatched copies, router
-    split += _lora_dropout(spec, setup, e)
+    split += _lora_inputs(spec, setup, e)
     per_key = _scores(spec, setup, e)
     return PerToken(rep, split, per_key)
 
@@ -110,12 +110,19 @@ def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: 
     return e * width * (saves + down_input_saved)
 
 
-def _lora_dropout(spec: ModelSpec, setup: Setup, e: float) -> float:
-    """PEFT applies a separate dropout per adapted matrix: output and a one-byte mask."""
-    if setup.method not in ("lora", "qlora") or not setup.lora_dropout:
+def _lora_inputs(spec: ModelSpec, setup: Setup, e: float) -> float:
+    """Inputs PEFT keeps per adapted matrix, beyond the layer's own.
+
+    Each adapted matrix has its own dropout: its output and a one-byte mask.
+    Without dropout, fp32 adapters under autocast still keep their own
+    compute-dtype copy of the input; 16-bit adapters share the layer's input.
+    """
+    if setup.method not in ("lora", "qlora"):
         return 0.0
+    fp32_adapters = not (setup.method == "lora" and setup.precision in ("fp16", "bf16"))
+    per_element = (e + 1) if setup.lora_dropout else (e if fp32_adapters else 0.0)
     per_layer = sum(m.d_in * m.count for m in spec.lora_matrices(setup.lora_targets))
-    return (e + 1) * per_layer / max(1, spec.n_layers)
+    return per_element * per_layer / max(1, spec.n_layers)
 
 
 def block_bytes(spec: ModelSpec, setup: Setup) -> float:

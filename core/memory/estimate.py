@@ -30,6 +30,16 @@ WORKSPACE_GIB = 0.1  # cuBLAS / attention workspaces inside the allocator
 
 
 @dataclass(frozen=True)
+class PeakTerms:
+    """The pieces the peak is the larger of, in bytes: what calibration scales."""
+
+    backward: float  # static bytes held at the start of backward (without activations, logits)
+    step: float  # bytes at the optimizer step (every gradient, no activations)
+    activations: float
+    logits: float
+
+
+@dataclass(frozen=True)
 class Estimate:
     """Predicted memory of one GPU, in bytes, with the three readings."""
 
@@ -40,6 +50,7 @@ class Estimate:
     phase: str  # "backward" or "optimizer step": when the allocated peak happens
     trainable_params: int
     total_params: int
+    terms: PeakTerms = PeakTerms(0.0, 0.0, 0.0, 0.0)
     stage: str = "first"  # pipeline stage reported (the busier of first and last)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -116,13 +127,15 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
         "overhead": overhead,
     }
     allocated = sum(breakdown.values())
+    terms = PeakTerms(backward - dynamic["activations"] - dynamic["logits"], step,
+                      dynamic["activations"], dynamic["logits"])
     reserved = allocated * RESERVED_FACTOR
     device = reserved + (CUDA_CONTEXT_GIB + (NCCL_GIB if lay.n_gpus > 1 else 0.0)) * GIB
     return Estimate(
         breakdown=breakdown, allocated=allocated, reserved=reserved, device=device,
         phase="backward" if at_backward and setup.training else (
             "optimizer step" if setup.training else "generation"),
-        trainable_params=trainable, total_params=spec.total_params, stage=name,
+        trainable_params=trainable, total_params=spec.total_params, terms=terms, stage=name,
         notes=tuple(_notes(spec, setup, static, breakdown)),
     )
 

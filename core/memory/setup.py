@@ -18,7 +18,7 @@ PP_SCHEDULES = ("1f1b", "interleaved")
 # Frameworks whose layers are fused (Transformer Engine): activations as Korthikanti
 # et al. count them. Everything else runs PyTorch eager modules (HF transformers, TRL,
 # axolotl, LLaMA-Factory, ms-swift, torchtitan, Lightning...).
-FUSED_FRAMEWORKS = ("megatron", "megatron-deepspeed", "nemo")
+FUSED_FRAMEWORKS = ("megatron", "megatron-deepspeed")
 
 
 class SetupError(ValueError):

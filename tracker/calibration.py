@@ -1,0 +1,111 @@
+"""Calibration samples from the store: every run with a shape and a recorded peak or an OOM.
+
+A run gives one sample per memory counter it logged (allocated, reserved,
+device), so the fit learns the gaps between them; an OOM gives a lower bound.
+Runs the user excluded from the fit, and runs whose shape says too little,
+are skipped with the reason kept for ``headroom fit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+
+from core.calibration import Calibration, Sample, fit, leave_one_out
+from core.gpus import find
+from core.memory import SetupError, check
+from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
+from core.models import ModelError
+from tracker.db.runs import RunSummary
+from tracker.db.schema import Run
+from tracker.store import Store
+
+# Canonical series -> the counter it records (DESIGN.md, canonical metric names).
+COUNTERS = {"mem_peak_gib": "allocated", "mem_reserved_gib": "reserved", "mem_used_gib": "device"}
+
+
+@dataclass
+class Collected:
+    """The samples a store yields, and why the other runs gave none."""
+
+    samples: list[Sample] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)
+
+
+def collect(store: Store) -> Collected:
+    """Calibration samples from every stored run not excluded from the fit."""
+    out = Collected()
+    excluded = _excluded(store)
+    for run in store.runs():
+        if run.id in excluded:
+            out.skipped[run.id] = "excluded from the fit"
+            continue
+        try:
+            out.samples.extend(run_samples(store, run))
+        except (ShapeIncomplete, SetupError, ModelError) as err:
+            out.skipped[run.id] = str(err)
+            continue
+        if not any(s.run_id == run.id for s in out.samples):
+            out.skipped[run.id] = "no memory peak or OOM recorded"
+    return out
+
+
+def run_samples(store: Store, run: RunSummary) -> list[Sample]:
+    """The samples of one run (raises ShapeIncomplete when its shape says too little)."""
+    peaks = {c: run.stat(name, "max") for name, c in COUNTERS.items()}
+    peaks = {c: v for c, v in peaks.items() if v is not None and v > 0}
+    ooms = store.events(run.id, kinds=["oom"])
+    if not peaks and not ooms:
+        return []
+    spec, setup, _ = inputs_from_shape(run.shape)
+    check(spec, setup)
+    gpu = _gpu_name(run.shape.gpu_model)
+    mfu = _mfu(run)
+    samples = [Sample(run.id, spec, setup, gpu, counter, float(peak), None, mfu, run.name)
+               for counter, peak in peaks.items()]
+    for event in ooms[:1]:
+        capacity = _capacity(event.data, run, gpu)
+        if capacity:
+            samples.append(Sample(run.id, spec, setup, gpu, "device", None, capacity, mfu,
+                                  run.name))
+    return samples
+
+
+def calibrate(store: Store, with_errors: bool = True) -> tuple[Calibration, Collected]:
+    """Fit the memory model to the store's runs (leave-one-out errors when asked)."""
+    collected = collect(store)
+    calibration = leave_one_out(collected.samples) if with_errors else fit(collected.samples)
+    return calibration, collected
+
+
+def _excluded(store: Store) -> set[int]:
+    with store.session() as s:
+        return set(s.execute(select(Run.id).where(Run.exclude_from_fit.is_(True))).scalars())
+
+
+def _gpu_name(model: str | None) -> str:
+    if not model:
+        return ""
+    gpu = find(model)
+    return gpu.name if gpu else model.strip()
+
+
+def _capacity(data: dict, run: RunSummary, gpu: str) -> float | None:
+    for key in ("capacity_gib", "total_gib"):
+        value = data.get(key)
+        if isinstance(value, (int, float)) and value > 0:
+            return float(value)
+    if run.shape.gpu_mem_gib:
+        return float(run.shape.gpu_mem_gib)
+    known = find(gpu) if gpu else None
+    return known.memory_gib if known else None
+
+
+def _mfu(run: RunSummary) -> float | None:
+    value = run.stat("mfu", "last")  # steady state; nanoGPT logs -100 % while warming up
+    if value is None or value <= 0:
+        value = run.stat("mfu", "max")
+    if value is None or value <= 0:
+        return None
+    return value / 100 if value > 1 else value

@@ -1,0 +1,243 @@
+"""The work behind ``headroom size``: build the model and setup, predict, check GPUs, plan."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from core.calibration import Calibration
+from core.gpus import GPU, catalog, find
+from core.memory import GIB, ModelSpec, Setup, check, estimate
+from core.memory.setup import Layout, SetupError
+from core.models import ModelError, from_config_file, from_params, preset, presets
+from core.planner import DEFAULT_MFU, check_fit, plan
+from tracker.db.engine import default_url
+
+DEFAULT_PRECISION = {"full": "mixed-bf16", "lora": "mixed-bf16", "qlora": "nf4",
+                     "inference": "bf16"}
+_ARCH_FIELDS = {"layers": "n_layers", "hidden": "hidden", "heads": "n_heads",
+                "kv_heads": "n_kv_heads", "vocab": "vocab", "intermediate": "intermediate"}
+
+
+def build_spec(args: argparse.Namespace) -> ModelSpec:
+    given = {field: getattr(args, arg) for arg, field in _ARCH_FIELDS.items()
+             if getattr(args, arg) is not None}
+    if args.model:
+        spec = preset(args.model)
+    elif args.config:
+        spec = from_config_file(Path(args.config))
+    elif args.params:
+        spec = from_params(args.params)
+    elif {"n_layers", "hidden", "n_heads", "vocab"} <= set(given):
+        spec = ModelSpec("custom", "llama", given["n_layers"], given["hidden"], given["n_heads"],
+                         given["n_heads"], given["hidden"] // given["n_heads"], given["vocab"],
+                         4 * given["hidden"], source="command line")
+    else:
+        raise ModelError("give --model, --config or --params (or --layers --hidden --heads "
+                         "--vocab for an architecture of your own)")
+    if not given:
+        return spec
+    if "n_heads" in given and "n_kv_heads" not in given and spec.n_kv_heads == spec.n_heads:
+        given["n_kv_heads"] = given["n_heads"]
+    hidden, heads = given.get("hidden", spec.hidden), given.get("n_heads", spec.n_heads)
+    if hidden % heads:
+        raise SetupError(f"--hidden {hidden} is not divisible by {heads} heads")
+    reshaped = "hidden" in given or "n_heads" in given
+    head_dim = hidden // heads if reshaped else spec.head_dim
+    # An overridden architecture no longer has the preset's exact count.
+    return replace(spec, **given, head_dim=head_dim, n_params=None,
+                   note=(spec.note + "; " if spec.note else "") + "architecture overridden")
+
+
+def build_setup(args: argparse.Namespace) -> Setup:
+    method = args.method
+    recompute = args.recompute or ("full" if args.grad_checkpointing else "none")
+    layout = Layout(
+        n_gpus=args.gpus, zero=args.zero, fsdp=args.fsdp, offload_optimizer=args.offload,
+        offload_params=args.offload_params, tp=args.tp, pp=args.pp, sequence_parallel=args.sp,
+        pp_schedule="interleaved" if args.interleave else "1f1b",
+        virtual_stages=args.interleave or 1,
+    )
+    return Setup(
+        method=method, precision=args.precision or DEFAULT_PRECISION[method],
+        optimizer=args.optimizer or ("none" if method == "inference" else "adamw"),
+        lora_rank=args.lora_rank, lora_targets=args.lora_targets,
+        lora_dropout=not args.no_lora_dropout, quant_type=args.quant_type,
+        double_quant=not args.no_double_quant, micro_batch=args.batch, seq_len=args.seq,
+        grad_accum=args.grad_accum, recompute=recompute, attention=args.attention,
+        fused_loss=args.fused_loss, framework=_framework(args.framework), layout=layout,
+    )
+
+
+def _framework(name: str) -> str:
+    from core.memory.from_shape import framework
+
+    return framework(name)
+
+
+def size(args: argparse.Namespace) -> dict[str, Any]:
+    """The report of ``headroom size`` as plain data (what --json prints)."""
+    spec, setup = build_spec(args), build_setup(args)
+    check(spec, setup)
+    gpu = _gpu(args.gpu)
+    est = estimate(spec, setup)
+    history = None if args.no_history else _history(args.db)
+    predict = _predictor(history)
+    calibrated = history.predict(spec, setup, gpu.name if gpu else "") if history else None
+    gpus = [gpu] if gpu else list(catalog().values())
+    fits = [check_fit(spec, setup, g, predict, args.margin) for g in catalog().values()]
+    budget = args.max_gpus or max(8, args.gpus)
+    mfu = (lambda g: history.mfu(g.name) or DEFAULT_MFU) if history else None
+    plans = plan(spec, setup, gpus, budget, predict, mfu, args.margin)
+    return {
+        "model": _model_dict(spec),
+        "setup": _setup_dict(setup),
+        "trainable_params": est.trainable_params,
+        "phase": est.phase,
+        "breakdown_gib": _round(est.gib()),
+        "allocated_gib": round(est.allocated / GIB, 3),
+        "reserved_gib": round(est.reserved / GIB, 3),
+        "device_gib": round(est.device / GIB, 3),
+        "notes": list(est.notes) + ([spec.note] if spec.note else []),
+        "calibrated": _calibrated_dict(calibrated),
+        "fits": [_round(asdict(f)) for f in fits],
+        "plans": [_plan_dict(p) for p in plans],
+    }
+
+
+def _gpu(name: str | None) -> GPU | None:
+    if not name:
+        return None
+    gpu = find(name)
+    if gpu is None:
+        raise SetupError(f"unknown GPU {name!r}; `headroom size --list-gpus` shows the catalog")
+    return gpu
+
+
+def _history(db: str | None) -> Calibration | None:
+    """A fit of the user's recorded runs, or None when there is no database or no peak."""
+    url = db or default_url()
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return None
+    from tracker.calibration import calibrate
+    from tracker.cli._output import open_store
+
+    store = open_store(db)
+    try:
+        calibration, _ = calibrate(store, with_errors=False)
+    finally:
+        store.close()
+    return calibration if calibration.samples else None
+
+
+def _predictor(history: Calibration | None):
+    """Device bytes for the planner: calibrated where history applies, else analytical."""
+    if history is None:
+        return lambda spec, setup, gpu: estimate(spec, setup).device
+
+    def predict(spec: ModelSpec, setup: Setup, gpu: GPU) -> float:
+        found = history.predict(spec, setup, gpu.name)
+        return found.gib * GIB if found else estimate(spec, setup).device
+
+    return predict
+
+
+def _round(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def _model_dict(spec: ModelSpec) -> dict[str, Any]:
+    return {"name": spec.name, "family": spec.family, "params": spec.total_params,
+            "layers": spec.n_layers, "hidden": spec.hidden, "heads": spec.n_heads,
+            "kv_heads": spec.n_kv_heads, "head_dim": spec.head_dim, "vocab": spec.vocab,
+            "intermediate": spec.intermediate, "tied_embeddings": spec.tied_embeddings,
+            "experts": spec.n_experts, "active_experts": spec.n_active_experts,
+            "source": spec.source, "note": spec.note or None}
+
+
+def _setup_dict(setup: Setup) -> dict[str, Any]:
+    out = asdict(setup)
+    out["layout"] = {**asdict(setup.layout), "dp": setup.layout.dp}
+    return out
+
+
+def _calibrated_dict(found) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"counter": found.counter, "gib": round(found.gib, 3),
+            "low_gib": round(found.low_gib, 3), "high_gib": round(found.high_gib, 3),
+            "allocated_gib": round(found.readings["allocated"], 3),
+            "reserved_gib": round(found.readings["reserved"], 3),
+            "device_gib": round(found.readings["device"], 3),
+            "group": found.group, "runs": list(found.run_ids)}
+
+
+def _plan_dict(p) -> dict[str, Any]:
+    s = p.setup
+    return {"gpu": p.gpu, "gpus": p.n_gpus, "layout": p.layout, "method": s.method,
+            "precision": s.precision, "optimizer": s.optimizer, "recompute": s.recompute,
+            "zero": s.layout.zero, "tp": s.layout.tp, "pp": s.layout.pp, "dp": s.layout.dp,
+            "sequence_parallel": s.layout.sequence_parallel,
+            "offload_optimizer": s.layout.offload_optimizer, "grad_accum": s.grad_accum,
+            "device_gib": round(p.device_gib, 3), "capacity_gib": p.capacity_gib,
+            "fits": p.fits, "max_micro_batch": p.max_micro_batch, "max_seq_len": p.max_seq_len,
+            "tokens_per_s": round(p.tokens_per_s, 1), "changes": list(p.changes),
+            "warnings": list(p.warnings)}
+
+
+def print_report(report: dict[str, Any], table) -> None:
+    m, s = report["model"], report["setup"]
+    print(f"{m['name']}: {m['params'] / 1e9:.2f}B params ({report['trainable_params']:,} "
+          f"trainable), {s['method']} {s['precision']}, batch {s['micro_batch']} x "
+          f"{s['seq_len']} tokens, {s['optimizer']}")
+    for note in report["notes"]:
+        print(f"  note: {note}")
+    print()
+    table(("component", "GiB"), list(report["breakdown_gib"].items()))
+    print(f"\nper GPU at the peak ({report['phase']}): allocated {report['allocated_gib']:.2f} "
+          f"GiB, reserved {report['reserved_gib']:.2f} GiB, device {report['device_gib']:.2f} GiB")
+    cal = report["calibrated"]
+    if cal:
+        print(f"calibrated on your runs ({cal['group']}): {cal['gib']:.2f} GiB "
+              f"[{cal['low_gib']:.2f} - {cal['high_gib']:.2f}], from runs "
+              f"{', '.join(map(str, cal['runs']))}")
+    else:
+        print("calibrated: no recorded run to learn from yet")
+    print()
+    rows = [(f["gpu"], "yes" if f["fits"] else "no", f["headroom_gib"], f["max_micro_batch"])
+            for f in report["fits"]]
+    table(("GPU", "fits", "headroom GiB", "max batch"), rows)
+    if report["plans"]:
+        print()
+        rows = [(p["gpu"], p["layout"], p["method"], p["device_gib"], p["max_micro_batch"],
+                 p["max_seq_len"], int(p["tokens_per_s"]), "; ".join(p["changes"] + p["warnings"]))
+                for p in report["plans"]]
+        table(("GPU", "layout", "method", "GiB/GPU", "max batch", "max seq", "tok/s", "notes"),
+              rows)
+
+
+def list_models(as_json: bool) -> int:
+    from tracker.cli._output import print_json, print_table
+
+    rows = [(p.name, p.family, round(p.n_params / 1e9, 3), p.source) for p in presets().values()]
+    if as_json:
+        print_json([dict(zip(("name", "family", "params_b", "source"), r, strict=True))
+                    for r in rows])
+    else:
+        print_table(("model", "family", "params (B)", "source"), rows)
+    return 0
+
+
+def list_gpus(as_json: bool) -> int:
+    from tracker.cli._output import print_json, print_table
+
+    gpus = list(catalog().values())
+    if as_json:
+        print_json([asdict(g) for g in gpus])
+    else:
+        print_table(("GPU", "GiB", "TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "link"),
+                    [(g.name, g.memory_gib, g.bandwidth_tbs, g.bf16_tflops, g.fp8_tflops,
+                      f"{g.link} {g.link_gbs:g} GB/s") for g in gpus])
+    return 0

@@ -1,0 +1,60 @@
+"""``headroom fit``: calibrate the memory model on the stored runs and show how well it does."""
+
+from __future__ import annotations
+
+import argparse
+
+from tracker.cli._output import fail, find_run, open_store, print_json, print_table
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("fit", parents=parents, help="fit the memory model to recorded peaks",
+                       description="Fit the memory model's coefficients to the runs' peaks, "
+                                   "per framework x GPU x attention group, with leave-one-out "
+                                   "errors.")
+    p.add_argument("--exclude", metavar="RUN", action="append", default=[],
+                   help="keep a run out of the fit from now on (id or name)")
+    p.add_argument("--include", metavar="RUN", action="append", default=[],
+                   help="let an excluded run back into the fit")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracker.calibration import calibrate
+
+    store = open_store(args.db)
+    for ref, exclude in [(r, True) for r in args.exclude] + [(r, False) for r in args.include]:
+        store.set_exclude_from_fit(find_run(store, ref).id, exclude)
+    calibration, collected = calibrate(store)
+    groups = calibration.ranked_groups()
+    if args.json:
+        print_json({
+            "groups": [_group_dict(g) for g in groups],
+            "runs_used": sorted({s.run_id for s in calibration.samples}),
+            "skipped": {str(k): v for k, v in sorted(collected.skipped.items())},
+            "mfu_by_gpu": calibration.mfu_by_gpu,
+        })
+        return 0
+    if not groups:
+        fail("no stored run has both a shape and a memory peak (or an OOM) to fit; "
+             "ingest logs that record memory (`headroom ingest PATH`)")
+    rows = [(g.label, len(set(g.run_ids)), *(round(v, 3) for v in g.theta),
+             _pct(g.loo_error), _pct(g.prior_error)) for g in groups]
+    print_table(("group", "runs", "act x", "logits x", "offset GiB", "reserved x", "context GiB",
+                 "LOO error", "uncalibrated"), rows)
+    if collected.skipped:
+        print(f"\n{len(collected.skipped)} run(s) not used:")
+        for run_id, why in sorted(collected.skipped.items()):
+            print(f"  {run_id}: {why}")
+    return 0
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _group_dict(g) -> dict:
+    return {"group": list(g.key), "label": g.label, "runs": sorted(set(g.run_ids)),
+            "coefficients": g.coefficients, "noise": g.noise,
+            "loo_error": g.loo_error, "uncalibrated_error": g.prior_error}
