@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "series": "series",
     "publish": "team",
     "take-offline": "team",
+    "size": "size",
+    "fit": "fit",
 }
 
 
