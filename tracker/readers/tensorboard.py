@@ -1,0 +1,283 @@
+"""TensorBoard event files: every scalar point of every tag, with its wall time.
+
+TensorBoard's ``EventAccumulator`` keeps a 10,000-point reservoir per tag by
+default and parses about 50,000 points a second; Headroom frames the records
+itself (:mod:`tracker.readers._tfrecord`) and decodes each with the event
+protobuf, keeping every point. A folder holding several event files is one run
+(a resumed run writes a new file), read in the order the files were created;
+steps that go back are untangled as TensorBoard does, and each resume is
+recorded as an event.
+
+Besides scalars (PyTorch's ``simple_value`` and TF2's ``scalars``-plugin
+tensors), text summaries fill the run's config (HF Trainer writes its
+``TrainingArguments`` and model config as JSON, Megatron every argument) and the
+hparams plugin adds the hyperparameters; both give the run's shape.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from array import array
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.hf_config import shape_fields as model_fields
+from core.runlog import RunLog
+from core.train_args import shape_fields as args_fields
+from tracker.readers._common import ReaderError, head
+from tracker.readers._restarts import Points, untangle
+from tracker.readers._tfrecord import Records
+from tracker.readers.hf_trainer import SUMMARY_KEYS
+
+EVENT_FILE = re.compile(r"events\.out\.tfevents\.(\d+)")
+TEXT_SUFFIX = "/text_summary"
+HPARAMS_TAG = "_hparams_/session_start_info"
+# Folders named after what they hold rather than the run: name the run after the parent.
+GENERIC_DIRS = {"tensorboard", "tb", "tb_logs", "tblogs", "logs", "log", "events", "summaries"}
+
+
+def sniff(path: Path) -> float:
+    if path.is_dir():
+        return 0.85 if event_files(path) else 0.0
+    if EVENT_FILE.match(path.name):
+        return 0.95
+    # A renamed event file: its first record is the file_version event.
+    return 0.9 if b"brain.Event:" in head(path, 64) else 0.0
+
+
+def read_runs(path: Path) -> list[RunLog]:
+    """A file is one run; a folder is one run, plus one per subfolder holding event files."""
+    if path.is_file():
+        return [read_files([path], run_name(path.parent))]
+    main = _collect(event_files(path), run_name(path))
+    runs = []
+    for sub in _subruns(path):
+        rel = sub.relative_to(path).as_posix()
+        part = _collect(event_files(sub), f"{main.name}/{rel}", key=rel)
+        if part.series:
+            runs.append(_finish(part))
+        elif isinstance(part.config.get("hparams"), dict):
+            # torch's add_hparams() writes into a subfolder of the run it describes.
+            main.config.setdefault("hparams", {}).update(part.config["hparams"])
+            main.sources.extend(part.sources)
+        else:
+            main.warnings.append(f"{rel}/ skipped: {_no_scalars(part)}")
+    if main.series or not runs:
+        runs.insert(0, _finish(main))
+    return runs
+
+
+def read_files(files: list[Path], name: str) -> RunLog:
+    """One run from event files written one after the other."""
+    return _finish(_collect(files, name))
+
+
+def event_files(folder: Path) -> list[Path]:
+    """The event files directly in ``folder``, in the order they were created."""
+    try:
+        names = [e.name for e in os.scandir(folder) if e.is_file() and EVENT_FILE.match(e.name)]
+    except OSError:
+        return []
+    return [folder / n for n in sorted(names, key=_creation_key)]
+
+
+def _creation_key(name: str) -> list[tuple[int, str]]:
+    # events.out.tfevents.<unix time>.<host>[.<pid>.<n>]: the time, then the writer's counter.
+    return [(int(part), "") if part.isdigit() else (-1, part) for part in name.split(".")]
+
+
+def _subruns(folder: Path) -> list[Path]:
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if Path(root) != folder and any(EVENT_FILE.match(f) for f in files):
+            found.append(Path(root))
+    return found
+
+
+def run_name(folder: Path) -> str:
+    """``out/runs/Apr25_host`` (HF) is "out/Apr25_host"; ``job/tensorboard`` is "job"."""
+    if folder.name.lower() in GENERIC_DIRS and folder.parent.name:
+        return folder.parent.name
+    if folder.parent.name == "runs" and folder.parent.parent.name:
+        return f"{folder.parent.parent.name}/{folder.name}"
+    return folder.name or "tensorboard"
+
+
+def _collect(files: list[Path], name: str, key: str = "") -> RunLog:
+    run = RunLog(format="tensorboard", name=name, sources=list(files), key=key)
+    scalars = _Scalars()
+    for path in files:
+        _read_file(path, scalars, run)
+    columns, events, warnings = untangle(scalars.points())
+    for tag, points in columns.items():
+        if not _summary_value(run, tag, points) and not _placeholder(tag, points):
+            run.add_series(tag, points.steps, points.values, points.wall_time)
+    run.events.extend(events)
+    run.warnings.extend(warnings)
+    return run
+
+
+def _finish(run: RunLog) -> RunLog:
+    if not run.series:
+        raise ReaderError(_no_scalars(run))
+    _fill_shape(run)
+    return run
+
+
+def _read_file(path: Path, scalars: _Scalars, run: RunLog) -> None:
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    parse = Event.FromString
+    records = Records(path.read_bytes())
+    try:
+        for payload in records:
+            event = parse(payload)
+            values = event.summary.value
+            if values:
+                scalars.add(event, values, run)
+            elif event.file_version and run.started is None:
+                run.started = datetime.fromtimestamp(event.wall_time, UTC)
+    except ReaderError as err:
+        raise ReaderError(f"{path.name}: {err}") from None
+    except Exception as err:  # protobuf's DecodeError and friends
+        raise ReaderError(f"{path.name}: record {records.count:,} is not an event ({err})") from None
+    if records.incomplete_at is not None:
+        run.warnings.append(f"{path.name}: the last record is incomplete (still being written?); "
+                            f"read up to byte {records.incomplete_at:,}")
+
+
+class _Scalars:
+    """Points per tag, appended in file order into compact arrays."""
+
+    def __init__(self) -> None:
+        # tag -> steps, wall times, values, and record numbers (to untangle resumes across tags)
+        self.columns: dict[str, tuple[array, array, array, array]] = {}
+        self.plugins: dict[str, str] = {}  # TF2 writes a tag's metadata with its first value only
+        self.records = 0
+
+    def add(self, event, values, run: RunLog) -> None:
+        step, wall, record = event.step, event.wall_time, self.records
+        self.records += 1
+        for value in values:
+            kind = value.WhichOneof("value")
+            if kind == "simple_value":  # the common case, appended inline: it runs per point
+                column = self.columns.get(value.tag) or self._new(value.tag)
+                column[0].append(step)
+                column[1].append(wall)
+                column[2].append(value.simple_value)
+                column[3].append(record)
+            elif kind == "tensor" or value.HasField("metadata"):
+                self._tensor(value, step, wall, record, run)
+
+    def _new(self, tag: str) -> tuple[array, array, array, array]:
+        column = self.columns[tag] = (array("q"), array("d"), array("d"), array("q"))
+        return column
+
+    def _append(self, tag: str, step: int, wall: float, number: float, record: int) -> None:
+        column = self.columns.get(tag) or self._new(tag)
+        column[0].append(step)
+        column[1].append(wall)
+        column[2].append(number)
+        column[3].append(record)
+
+    def _tensor(self, value, step: int, wall: float, record: int, run: RunLog) -> None:
+        plugin = value.metadata.plugin_data.plugin_name or self.plugins.get(value.tag, "")
+        self.plugins.setdefault(value.tag, plugin)
+        if plugin == "scalars":
+            from tensorboard.util.tensor_util import make_ndarray
+
+            number = make_ndarray(value.tensor)
+            if number.size == 1:
+                self._append(value.tag, step, wall, float(number.reshape(-1)[0]), record)
+        elif plugin == "text" or value.tag.endswith(TEXT_SUFFIX):
+            _add_text(run, value)
+        elif value.tag == HPARAMS_TAG:
+            _add_hparams(run, value.metadata.plugin_data.content)
+
+    def points(self) -> dict[str, Points]:
+        return {
+            tag: Points(np.frombuffer(steps, np.int64), np.frombuffer(values, np.float64),
+                        np.frombuffer(walls, np.float64), np.frombuffer(records, np.int64))
+            for tag, (steps, walls, values, records) in self.columns.items()
+        }
+
+
+def _add_text(run: RunLog, value) -> None:
+    """``args/text_summary`` holding JSON becomes ``config["args"]``; a plain string, its value."""
+    strings = value.tensor.string_val
+    if not strings:
+        return
+    key = value.tag.removesuffix(TEXT_SUFFIX)
+    run.config.setdefault(key, _literal(strings[0].decode("utf-8", errors="replace")))
+
+
+def _literal(text: str) -> Any:
+    """JSON objects, Python literals (Megatron writes ``str(value)``: "None", "True", "8"), or the text."""
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    try:
+        return ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def _add_hparams(run: RunLog, content: bytes) -> None:
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    hparams = HParamsPluginData.FromString(content).session_start_info.hparams
+    values = {}
+    for key, proto in hparams.items():
+        kind = proto.WhichOneof("kind")
+        if kind in ("number_value", "string_value", "bool_value"):
+            values[key] = getattr(proto, kind)
+    run.config.setdefault("hparams", {}).update(values)
+
+
+def _summary_value(run: RunLog, tag: str, points: Points) -> bool:
+    """HF's end-of-training figures (``train/train_runtime``...) are run totals, not curves."""
+    key = tag.removeprefix("train/")
+    if tag.startswith("train/") and key in SUMMARY_KEYS and len(points.values) == 1:
+        run.summary[key] = float(points.values[0])
+        return True
+    return False
+
+
+def _placeholder(tag: str, points: Points) -> bool:
+    """Lightning logs ``hp_metric = -1`` so TensorBoard's hparams tab shows the run at all."""
+    return tag == "hp_metric" and bool(np.all(points.values == -1))
+
+
+def _fill_shape(run: RunLog) -> None:
+    config = run.config
+    if isinstance(config.get("args"), dict):
+        run.shape.update(args_fields(config["args"]), "args/text_summary")
+    if isinstance(config.get("model_config"), dict):
+        run.shape.update(model_fields(config["model_config"]), "model_config/text_summary",
+                         overwrite=False)
+        run.shape.set("framework", "transformers", "model_config/text_summary", overwrite=False)
+    flat = {k: v for k, v in config.items() if not isinstance(v, dict)}
+    if "tensor_model_parallel_size" in flat:  # Megatron writes each argument as a text summary
+        run.shape.update(args_fields(flat), "Megatron arguments (text summaries)", overwrite=False)
+        run.shape.set("framework", "megatron", "Megatron arguments (text summaries)", overwrite=False)
+    if isinstance(config.get("hparams"), dict):
+        run.shape.update(args_fields(config["hparams"]), "hparams plugin", overwrite=False)
+
+
+def _no_scalars(run: RunLog) -> str:
+    if run.config:
+        kinds = ", ".join(sorted(run.config)[:3]) + (", ..." if len(run.config) > 3 else "")
+        return f"no scalar data: the run wrote only text or hparams summaries ({kinds})"
+    if run.started is not None:
+        return "no scalar data: the run wrote only the file header"
+    return "no scalar data: no events in the file"
