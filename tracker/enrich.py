@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from core.runlog import RunLog
 
-STEPS: tuple[str, ...] = ()
+STEPS: tuple[str, ...] = ("tracker.checkpoints.manager:enrich",)
 
 
 def enrich(session: Session, run_id: int, source: Path, log: RunLog) -> None:

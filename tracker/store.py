@@ -12,8 +12,10 @@ from contextlib import contextmanager
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from core.checkpoints import Checkpoint
 from core.runlog import RunEvent, Series
 from core.shape import RunShape
+from tracker.db import checkpoints as checkpoint_store
 from tracker.db import runs as run_store
 from tracker.db import series as series_store
 from tracker.db.engine import default_url, display_url, make_engine, normalize_url, upgrade
@@ -118,6 +120,12 @@ class Store:
             ).scalars()
             return [SourceStat(r.path, r.size, r.mtime, r.sha256) for r in rows]
 
+    def checkpoints(self, run_id: int) -> list[Checkpoint]:
+        """The run's checkpoints as last scanned, by step."""
+        with self.session() as s:
+            self._get(s, run_id)
+            return checkpoint_store.load(s, run_id)
+
     # Editing
 
     def rename(self, run_id: int, name: str) -> None:
@@ -148,6 +156,11 @@ class Store:
             else:
                 shape.set(name, value, USER_SOURCE)
             run.shape = shape.to_dict()
+
+    def set_resumed_from(self, run_id: int, path: str | None) -> None:
+        """The checkpoint this run resumed from (lineage), as the user states it; None clears it."""
+        with self.session() as s:
+            self._get(s, run_id).resumed_from = path
 
     def delete_runs(self, run_ids: Iterable[int]) -> int:
         """Remove runs and everything stored for them. The user's files are not touched."""

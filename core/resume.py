@@ -1,0 +1,104 @@
+"""Which checkpoint to resume from, why, what it will get wrong, and the command to do it.
+
+The default answer is the latest complete checkpoint: resuming from one without
+optimizer, scheduler and RNG state makes the loss jump and the LR schedule
+restart (the seed article's first trap). Restarting from the best instead is
+the user's explicit choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from core.checkpoints import Checkpoint, best, latest, value
+
+# Keys of a plain torch.save dict, by what they hold, for the load lines of the command.
+STATE_KEYS = {
+    "model": ("model", "model_state_dict", "state_dict", "module", "net"),
+    "optimizer": ("optimizer", "optimizer_state_dict", "optim", "opt"),
+    "scheduler": ("scheduler", "lr_scheduler", "scheduler_state_dict", "sched"),
+    "scaler": ("scaler", "grad_scaler", "scaler_state_dict"),
+}
+
+
+@dataclass
+class Resume:
+    """The recommended resume point, the reasons for it and its warnings."""
+
+    checkpoint: Checkpoint
+    command: str
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def recommend(
+    checkpoints: Sequence[Checkpoint],
+    metric: str | None = None,
+    mode: str | None = None,
+    from_best: bool = False,
+) -> Resume | None:
+    """The checkpoint to resume from: the latest complete one, or the best when asked."""
+    newest = latest(checkpoints)
+    if newest is None:
+        return None
+    if from_best:
+        chosen, reasons = _best_choice(checkpoints, metric, mode)
+    else:
+        chosen, reasons = _latest_choice(checkpoints, newest)
+    if chosen is None:
+        return None
+    return Resume(chosen, command(chosen), reasons, chosen.resume_warnings())
+
+
+def _latest_choice(checkpoints: Sequence[Checkpoint], newest: Checkpoint):
+    complete = latest(checkpoints, complete=True)
+    if complete is None:
+        return newest, [f"no checkpoint holds everything a resume needs; {_name(newest)} is the "
+                        "latest"]
+    reasons = [f"latest complete checkpoint: {_name(complete)}"]
+    if newest is not complete:
+        lacks = ", ".join(newest.missing()) or "parts that could not be read"
+        reasons.append(f"{_name(newest)} is newer but lacks {lacks}")
+    return complete, reasons
+
+
+def _best_choice(checkpoints: Sequence[Checkpoint], metric: str | None, mode: str | None):
+    top = best([c for c in checkpoints if c.present], metric, mode)
+    if top is None:
+        return None, []
+    reasons = [f"best by {metric} ({mode}): {value(top, metric):.4g} at {_name(top)}"]
+    if top.complete is False:
+        reasons.append("restarting from the best: the missing state is re-initialised")
+    return top, reasons
+
+
+def _name(c: Checkpoint) -> str:
+    return f"step {c.step}" if c.step is not None else PurePath(c.path).name
+
+
+def command(c: Checkpoint) -> str:
+    """The framework's own way to resume from ``c``, ready to copy."""
+    path, parent = c.path, str(PurePath(c.path).parent)
+    step = c.step if c.step is not None else "N"
+    commands = {
+        "hf": f'trainer.train(resume_from_checkpoint="{path}")',
+        "lightning": f'trainer.fit(model, ckpt_path="{path}")',
+        "deepspeed": f'engine.load_checkpoint("{parent}", tag="{PurePath(path).name}")',
+        "torchtitan": (f"--checkpoint.enable --checkpoint.folder {parent} "
+                       f"--checkpoint.load_step {step}"),
+        "megatron": f"--load {parent} --ckpt-step {step}",
+        "dcp": f'torch.distributed.checkpoint.load(state_dict, checkpoint_id="{path}")',
+    }
+    return commands.get(c.kind) or _torch_command(c)
+
+
+def _torch_command(c: Checkpoint) -> str:
+    lines = [f'ckpt = torch.load("{c.path}", map_location="cpu", weights_only=True)']
+    for part, names in STATE_KEYS.items():
+        key = next((k for k in names if k in c.keys), None)
+        if key is not None:
+            target = "model" if part == "model" else part
+            lines.append(f'{target}.load_state_dict(ckpt["{key}"])')
+    return "; ".join(lines)

@@ -1,0 +1,188 @@
+"""Where a run's checkpoints are: on disk beside its logs, and wherever its logs say.
+
+The walk starts at the run folder (the log's folder, or above an HF
+``checkpoint-N/``) and at folders the run's config names (``output_dir``,
+Lightning ``dirpath`` ...), a few levels deep. Each folder or file is offered
+to the layouts in turn. Checkpoints the logs name (HF
+``best_model_checkpoint``, a Headroom JSONL checkpoint line) are matched to
+what was found; paths written on another machine
+(``/kaggle/working/outputs/checkpoint-3765``) match by their tail, and one
+whose files are gone is listed as missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from core.checkpoints import Checkpoint
+from core.runlog import CheckpointRef
+from tracker.checkpoints import files, folders
+from tracker.checkpoints.parts import new, step_from_name
+from tracker.readers._common import flatten
+
+MAX_DEPTH = 3
+# Folders entered per walk at most: a run folder is not a home directory.
+MAX_FOLDERS = 2000
+SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "wandb", "mlruns", "venv"}
+# Config keys that name where checkpoints were written or came from.
+CONFIG_FOLDERS = ("output_dir", "dirpath", "save", "save_dir", "checkpoint_dir", "ckpt_dir",
+                  "checkpoint.folder", "default_root_dir")
+CONFIG_REFS = ("best_model_checkpoint",)
+
+_HF = re.compile(r"^checkpoint-\d+$")
+_DEEPSPEED = re.compile(r"^global_step\d+$")
+_MEGATRON = re.compile(r"^iter_\d{7}$")
+_DCP_STEP = re.compile(r"^step[-_]\d+$")
+
+Reader = Callable[[Path], Checkpoint]
+
+
+def run_folder(source: Path) -> Path:
+    """The folder a run's checkpoints live under: the log's folder, or above its ``checkpoint-N``.
+
+    It never climbs higher on a guess: a parent folder may hold other runs.
+    """
+    folder = Path(os.path.abspath(source if source.is_dir() else source.parent))
+    return folder.parent if _HF.match(folder.name) else folder
+
+
+def layout(path: Path) -> Reader | None:
+    """The reader for a checkpoint folder or file, or None when ``path`` is not one."""
+    if path.is_dir():
+        if _HF.match(path.name):
+            return folders.hf
+        if _DEEPSPEED.match(path.name) and (path.parent / "latest").is_file():
+            return folders.deepspeed
+        if _MEGATRON.match(path.name) or (path.name == "release" and _megatron_tracker(path)):
+            return folders.megatron
+        if (path / ".metadata").is_file() or _DCP_STEP.match(path.name):
+            return folders.dcp
+        return None
+    return files.read if files.is_checkpoint_file(path) else None
+
+
+def _megatron_tracker(path: Path) -> bool:
+    return (path.parent / "latest_checkpointed_iteration.txt").is_file()
+
+
+def find(roots: Iterable[Path]) -> list[Checkpoint]:
+    """Every checkpoint under ``roots``, each once."""
+    found: dict[str, Checkpoint] = {}
+    budget = [MAX_FOLDERS]
+    for root in roots:
+        if root.is_dir():
+            _walk(root, 0, found, budget)
+    return list(found.values())
+
+
+def _walk(folder: Path, depth: int, found: dict[str, Checkpoint], budget: list[int]) -> None:
+    budget[0] -= 1
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        reader = layout(path)
+        if reader is not None:
+            if str(path) not in found:
+                found[str(path)] = reader(path)
+        elif (entry.is_dir(follow_symlinks=False) and depth < MAX_DEPTH and budget[0] > 0
+              and not entry.name.startswith(".") and entry.name not in SKIP_DIRS):
+            _walk(path, depth + 1, found, budget)
+
+
+def roots(source: Path, config: dict) -> list[Path]:
+    """The run folder, and the folders its config says checkpoints went to."""
+    root = run_folder(source)
+    out = [root]
+    flat = flatten(config)
+    for key in CONFIG_FOLDERS:
+        named = flat.get(key)
+        if isinstance(named, str) and named:
+            local = Path(os.path.normpath(root / named))  # an absolute path stays as it is
+            if local.is_dir() and local not in out:
+                out.append(local)
+    return out
+
+
+def locate(written: str, root: Path) -> Path | None:
+    """A path as a log wrote it, here: relative to the run folder, or matched by its tail.
+
+    Only tails under the run folder count, so a path from another machine
+    never matches a sibling run's checkpoint.
+    """
+    path = Path(os.path.normpath(root / written))  # an absolute path stays as it is
+    if path.exists():
+        return path
+    parts = Path(os.path.normpath(written)).parts
+    for k in range(len(parts) - 1, 0, -1):
+        candidate = root.joinpath(*parts[-k:])
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def discover(source: Path, config: dict, refs: Iterable[CheckpointRef]) -> list[Checkpoint]:
+    """The run's checkpoints, on disk and named by its logs, ordered by step."""
+    base = run_folder(source)
+    found = {c.path: c for c in find(roots(source, config))}
+    flat = flatten(config)
+    named = [CheckpointRef(None, flat[k]) for k in CONFIG_REFS if isinstance(flat.get(k), str)]
+    for ref in list(refs) + named:
+        _add_ref(found, ref, base)
+    best = _named_best(list(found.values()), named)
+    if best is not None and _key(best, base) in found:
+        found[_key(best, base)].named_best = True
+    return sorted(found.values(), key=lambda c: (c.step is None, c.step or 0, c.path))
+
+
+def _named_best(found: list[Checkpoint], named: list[CheckpointRef]) -> str | None:
+    """The framework's last word on its best: the final state's, else the newest checkpoint's."""
+    if named:
+        return named[0].path
+    stating = [c for c in found if c.best_path]
+    return max(stating, key=lambda c: c.step or 0).best_path if stating else None
+
+
+def _key(written: str, base: Path) -> str:
+    """Where a written path is here, or the path as written when it is nowhere here."""
+    local = locate(written, base)
+    if local is not None:
+        return str(local)
+    path = Path(written)
+    return str(path if path.is_absolute() else Path(os.path.normpath(base / path)))
+
+
+def _add_ref(found: dict[str, Checkpoint], ref: CheckpointRef, base: Path) -> None:
+    if not ref.path:
+        return
+    key = _key(ref.path, base)
+    ckpt = found.get(key)
+    if ckpt is None:
+        reader = layout(Path(key)) if Path(key).exists() else None
+        ckpt = reader(Path(key)) if reader else _missing(key, ref)
+        found[key] = ckpt
+    ckpt.logged = True
+    ckpt.metrics.update({k: v for k, v in ref.metrics.items() if isinstance(v, (int, float))})
+    if ckpt.step is None:
+        ckpt.step = ref.step
+
+
+def _missing(path: str, ref: CheckpointRef) -> Checkpoint:
+    ckpt = new(Path(path), _kind_from_name(Path(path)))
+    ckpt.status = "missing"
+    ckpt.step = ref.step if ref.step is not None else step_from_name(Path(path).name)
+    ckpt.notes.append("named by the run's logs; the files are not here")
+    return ckpt
+
+
+def _kind_from_name(path: Path) -> str:
+    if _HF.match(path.name):
+        return "hf"
+    if path.suffix == ".ckpt":
+        return "lightning"
+    return "torch" if path.suffix in files.SUFFIXES else "unknown"

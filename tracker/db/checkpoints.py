@@ -1,0 +1,102 @@
+"""Checkpoint rows: writing a run's checkpoints and reading them back as core records.
+
+What a checkpoint holds goes in the row's ``contents`` JSON; the user's note
+survives every rescan, and a checkpoint a retention plan moved to the trash
+stays listed as deleted, so lineage to it is never lost.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from core.checkpoints import PARTS, Checkpoint
+from tracker.db.schema import CheckpointRow, Run
+
+# Checkpoint fields kept in the contents JSON, beside "has".
+CONTENT_FIELDS = ("weights", "epoch", "keys", "warnings", "notes", "logged", "named_best",
+                  "link_to", "monitor", "monitor_mode", "best_path", "metric_steps")
+
+
+def save(session: Session, run_id: int, checkpoints: list[Checkpoint]) -> None:
+    """Make the run's rows match ``checkpoints``, keeping notes and deleted checkpoints."""
+    rows = {r.path: r for r in _rows(session, run_id)}
+    for ckpt in checkpoints:
+        row = rows.pop(ckpt.path, None) or CheckpointRow(run_id=run_id, path=ckpt.path)
+        _fill(row, ckpt)
+        session.add(row)
+    for row in rows.values():
+        if row.status != "deleted":
+            session.delete(row)
+    session.flush()
+
+
+def _fill(row: CheckpointRow, ckpt: Checkpoint) -> None:
+    row.step, row.kind, row.status = ckpt.step, ckpt.kind, ckpt.status
+    row.size_bytes, row.written_at = ckpt.size_bytes, ckpt.written_at
+    row.metrics = {k: v for k, v in ckpt.metrics.items() if v == v}  # NaN has no JSON form
+    row.contents = {"has": dict(ckpt.has), **{f: getattr(ckpt, f) for f in CONTENT_FIELDS}}
+
+
+def load(session: Session, run_id: int) -> list[Checkpoint]:
+    """The run's checkpoints, ordered by step (those without one last)."""
+    return [to_checkpoint(r) for r in _rows(session, run_id)]
+
+
+def to_checkpoint(row: CheckpointRow) -> Checkpoint:
+    contents = dict(row.contents or {})
+    has = contents.pop("has", None) or {}
+    ckpt = Checkpoint(
+        path=row.path, step=row.step, kind=row.kind, status=row.status,
+        has={part: has.get(part) for part in PARTS}, size_bytes=row.size_bytes,
+        written_at=_utc(row.written_at),
+        metrics=dict(row.metrics or {}),
+    )
+    for name in CONTENT_FIELDS:
+        if contents.get(name) is not None:
+            setattr(ckpt, name, contents[name])
+    if row.status == "logged":  # stored from a log before any scan looked for it
+        ckpt.logged = True
+    return ckpt
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; they were stored as UTC."""
+    return when.replace(tzinfo=UTC) if when and not when.tzinfo else when
+
+
+def _rows(session: Session, run_id: int) -> list[CheckpointRow]:
+    query = (select(CheckpointRow).where(CheckpointRow.run_id == run_id)
+             .order_by(CheckpointRow.step.is_(None), CheckpointRow.step, CheckpointRow.path))
+    return list(session.execute(query).scalars())
+
+
+def mark_deleted(session: Session, run_id: int, paths: list[str]) -> None:
+    for row in _rows(session, run_id):
+        if row.path in paths:
+            row.status = "deleted"
+
+
+def resumed_from(session: Session) -> dict[str, list[int]]:
+    """Checkpoint path -> the runs that resumed from it."""
+    out: dict[str, list[int]] = defaultdict(list)
+    for run_id, path in session.execute(select(Run.id, Run.resumed_from).where(
+            Run.resumed_from.is_not(None))):
+        out[path].append(run_id)
+    return dict(out)
+
+
+def owners(session: Session, paths: list[str]) -> dict[str, tuple[int, int | None]]:
+    """Checkpoint path -> (run id, step) for the stored checkpoints among ``paths``."""
+    query = select(CheckpointRow.path, CheckpointRow.run_id, CheckpointRow.step).where(
+        CheckpointRow.path.in_(paths))
+    return {path: (run_id, step) for path, run_id, step in session.execute(query)}
+
+
+def paths_ending(session: Session, tail: str) -> list[str]:
+    """Stored checkpoint paths that end with ``/tail`` (for paths from another machine)."""
+    query = select(CheckpointRow.path).where(CheckpointRow.path.endswith("/" + tail))
+    return sorted(set(session.execute(query).scalars()))
