@@ -61,6 +61,7 @@ READERS: tuple[Reader, ...] = (
     Reader("headroom_jsonl", "Headroom JSONL", "headroom_jsonl"),
     Reader("hf_trainer", "HF Trainer (trainer_state.json or output folder)", "hf_trainer", dirs=True),
     Reader("tensorboard", "TensorBoard event files (or a folder of them)", "tensorboard", dirs=True),
+    Reader("lightning", "Lightning logs (lightning_logs/version_N or metrics.csv)", "lightning", dirs=True),
 )
 
 

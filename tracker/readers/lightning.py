@@ -1,0 +1,148 @@
+"""Lightning ``lightning_logs/version_N`` folders: ``metrics.csv``, ``hparams.yaml``, events.
+
+``CSVLogger`` writes one row per ``log_metrics`` call with the sorted union of
+all keys as columns, so train, validation and learning-rate rows alternate with
+empty cells; each column becomes a series at the rows that hold a value. When
+``TensorBoardLogger`` wrote into the same folder, its events carry the same
+metrics with wall times: a metric present in both is kept once, from the file
+that holds more of its points (TensorBoard on a tie, for the wall times).
+``hparams.yaml`` becomes the config and states what it can of the run's shape.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from core.runlog import RunLog, Series
+from core.train_args import shape_fields
+from tracker.readers import tensorboard
+from tracker.readers._common import ReaderError, head_text, load_yaml
+from tracker.readers._restarts import Points, untangle
+from tracker.readers._tabular import Column, csv_columns
+
+CSV = "metrics.csv"
+HPARAMS = "hparams.yaml"
+_VERSION = re.compile(r"^version_\d+$")
+
+
+def sniff(path: Path) -> float:
+    if path.is_dir():
+        if (path / CSV).is_file():
+            return 0.95
+        if (path / HPARAMS).is_file() and (_VERSION.match(path.name) or tensorboard.event_files(path)):
+            return 0.9  # outranks the TensorBoard folder reader: hparams.yaml says Lightning
+        return 0.0
+    if path.name == CSV:
+        header = head_text(path, 4096).split("\n", 1)[0].strip().split(",")
+        return 0.9 if "step" in header else 0.0
+    return 0.0
+
+
+def read(path: Path) -> RunLog:
+    folder = path if path.is_dir() else path.parent
+    run = RunLog(format="lightning", name=run_name(folder))
+    if (folder / CSV).is_file():
+        _add_csv(run, folder / CSV)
+    if path.is_dir() and tensorboard.event_files(folder):
+        _add_events(run, tensorboard.event_files(folder))
+    if (folder / HPARAMS).is_file():
+        _add_hparams(run, folder / HPARAMS)
+    if not run.series:
+        raise ReaderError(_nothing_logged(folder))
+    run.shape.set("framework", "lightning", "folder layout", overwrite=False)
+    return run
+
+
+def run_name(folder: Path) -> str:
+    """``project/lightning_logs/version_3`` is "project/version_3"."""
+    parent = folder.parent
+    if parent.name == "lightning_logs" and parent.parent.name:
+        parent = parent.parent
+    return f"{parent.name}/{folder.name}" if parent.name else folder.name
+
+
+def _add_csv(run: RunLog, path: Path) -> None:
+    columns = csv_columns(path)
+    if not columns:  # a header alone: pyarrow types every column as null
+        raise ReaderError(f"no metrics: {CSV} has a header but no rows")
+    steps = columns.pop("step", None)
+    if steps is None:
+        raise ReaderError(f"{CSV} has no step column")
+    points = {name: _points(col, steps, epoch=name == "epoch") for name, col in columns.items()}
+    points, events, warnings = untangle({k: v for k, v in points.items() if len(v.steps)})
+    for name, p in points.items():
+        run.add_series(name, p.steps, p.values)
+    run.events.extend(events)
+    run.warnings.extend(warnings)
+    run.sources.append(path)
+
+
+def _points(col: Column, steps: Column, epoch: bool) -> Points:
+    """A column's points: the rows where it and the step have a value."""
+    rows = np.flatnonzero(col.present & steps.present)
+    if epoch:
+        rows = rows[_last_per_step(steps.values[rows])]
+    return Points(steps.values[rows].astype(np.int64), col.values[rows], positions=rows)
+
+
+def _last_per_step(steps: np.ndarray) -> np.ndarray:
+    """Lightning adds the epoch to every logged row: one point per step is the curve."""
+    return np.append(steps[1:] != steps[:-1], True) if len(steps) else np.ones(0, dtype=bool)
+
+
+def _add_events(run: RunLog, files: list[Path]) -> None:
+    try:
+        events = tensorboard.read_files(files, run.name)
+    except ReaderError as err:
+        run.warnings.append(f"TensorBoard events not used: {err}")
+        return
+    by_original = {s.original: s for s in run.series.values()}
+    for series in events.series.values():
+        if series.original == "epoch":
+            series = _take(series, _last_per_step(series.steps))
+        _merge(run, by_original.get(series.original), series)
+    if not run.events:  # both loggers saw the same resumes
+        run.events.extend(events.events)
+    run.started = events.started
+    run.warnings.extend(events.warnings)
+    run.sources.extend(files)
+    run.config.update(events.config.get("hparams", {}))  # hparams.yaml, read next, wins
+    run.shape.merge(events.shape)
+
+
+def _take(series: Series, keep: np.ndarray) -> Series:
+    wall = None if series.wall_time is None else series.wall_time[keep]
+    return Series(series.name, series.steps[keep], series.values[keep], series.original, wall)
+
+
+def _merge(run: RunLog, from_csv: Series | None, from_events: Series) -> None:
+    """Keep one copy of a metric both loggers wrote: the longer, TensorBoard's on a tie."""
+    if from_csv is None:
+        name = from_events.name if from_events.name not in run.series else from_events.original
+        from_events.name = name
+        run.series[name] = from_events
+    elif len(from_events) >= len(from_csv):
+        from_events.name = from_csv.name
+        run.series[from_csv.name] = from_events
+
+
+def _add_hparams(run: RunLog, path: Path) -> None:
+    data = load_yaml(path)
+    run.sources.append(path)
+    if not isinstance(data, dict):
+        return
+    run.config.update(data)
+    run.shape.update(shape_fields(data), HPARAMS, overwrite=False)
+
+
+def _nothing_logged(folder: Path) -> str:
+    if (folder / CSV).is_file():
+        return f"no metrics: {CSV} holds no metric values"
+    if (folder / HPARAMS).is_file():
+        empty = not load_yaml(folder / HPARAMS)
+        what = f"an empty {HPARAMS}" if empty else HPARAMS
+        return f"no metrics: the folder holds only {what} (the run stopped before logging)"
+    return f"no metrics: no {CSV} and no TensorBoard events"
