@@ -58,7 +58,7 @@ class Reader:
 
 
 READERS: tuple[Reader, ...] = (
-    Reader("headroom_jsonl", "Headroom JSONL", "headroom_jsonl"),
+    Reader("headroom_jsonl", "Headroom JSONL", "headroom_jsonl", dirs=True),
     Reader("hf_trainer", "HF Trainer (trainer_state.json or output folder)", "hf_trainer", dirs=True),
     Reader("tensorboard", "TensorBoard event files (or a folder of them)", "tensorboard", dirs=True),
     Reader("lightning", "Lightning logs (lightning_logs/version_N or metrics.csv)", "lightning", dirs=True),

@@ -1,8 +1,10 @@
 """Headroom JSONL: the format Headroom's own recorders write (DESIGN.md).
 
 The first line describes the run (name, start, shape, config); every other line
-is one step's metrics, or a checkpoint or event record. Unknown numeric keys
-are kept as extra metrics.
+is one step's metrics, or a checkpoint, event or end-of-run summary record.
+Unknown numeric keys are kept as extra metrics. A folder holding a
+``headroom.jsonl`` (a recorder's default) is that run: the recorded log is the
+richest account of it, so it wins over the framework's own files beside it.
 """
 
 from __future__ import annotations
@@ -12,20 +14,27 @@ from pathlib import Path
 
 from core.runlog import CheckpointRef, RunEvent, RunLog
 from core.shape import RunShape
-from tracker.readers._common import ReaderError, head, parse_json
+from tracker.readers._common import ReaderError, head, number, parse_json
 from tracker.readers._tabular import add_columns, jsonl_columns
+from tracker.record.writer import RUN_FILE
 
 SOURCE = "headroom header"
 # Lines carrying these objects are records, not metric rows.
-RECORD_KEYS = (b'"checkpoint"', b'"event"')
+RECORD_KEYS = (b'"checkpoint"', b'"event"', b'"summary"')
 
 
 def sniff(path: Path) -> float:
+    if path.is_dir():
+        return 0.99 if (path / RUN_FILE).is_file() else 0.0
     first = head(path, 4096).lstrip().split(b"\n", 1)[0]
     return 0.99 if first.startswith(b'{"headroom"') else 0.0
 
 
 def read(path: Path) -> RunLog:
+    if path.is_dir():
+        run = read(path / RUN_FILE)
+        run.sources = [path / RUN_FILE]
+        return run
     data = path.read_bytes()
     first, _, body = data.partition(b"\n")
     try:
@@ -72,6 +81,8 @@ def _add_record(run: RunLog, record: dict) -> None:
         run.checkpoints.append(
             CheckpointRef(step, str(ckpt.get("path", "")), dict(ckpt.get("metrics") or {}))
         )
+    if isinstance(record.get("summary"), dict):
+        run.summary.update({k: v for k, v in record["summary"].items() if number(v) is not None})
     if isinstance(record.get("event"), dict):
         event = record["event"]
         data = {k: v for k, v in event.items() if k not in ("kind", "message")}
