@@ -89,7 +89,7 @@ def write_summary_writer(
 
 def train_lightning(
     root: Path, steps: int = 30, loggers: tuple[str, ...] = ("csv", "tb"), val_every: int = 10,
-    log_every: int = 5, ckpt_path: str | None = None, **trainer_args,
+    log_every: int = 5, ckpt_path: str | None = None, callbacks: tuple = (), **trainer_args,
 ) -> Path:
     """Train a tiny language model with Lightning on the CPU; returns its ``version_N`` folder.
 
@@ -100,6 +100,7 @@ def train_lightning(
     n_layers, vocab_size, lr) and checkpoints with ``ModelCheckpoint(monitor="val_loss",
     save_top_k=2, save_last=True)`` into ``version_N/checkpoints``. ``ckpt_path``
     resumes from a checkpoint (Lightning then logs into a new version folder).
+    ``callbacks`` are added after those.
     """
     import lightning as L
     from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
@@ -118,7 +119,7 @@ def train_lightning(
         enable_model_summary=False,
         logger=writers,
         callbacks=[LearningRateMonitor(logging_interval="step"),
-                   ModelCheckpoint(monitor="val_loss", save_top_k=2, save_last=True)],
+                   ModelCheckpoint(monitor="val_loss", save_top_k=2, save_last=True), *callbacks],
         **trainer_args,
     )
     model = _tiny_lightning_lm()
