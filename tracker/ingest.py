@@ -153,10 +153,18 @@ def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, exp
     for entry in entries:
         path = Path(entry.path)
         if entry.is_dir():
-            if entry.name not in SKIP_DIRS and not entry.name.startswith("."):
+            if entry.name not in SKIP_DIRS and not entry.name.startswith(".") and not _alias(entry):
                 _walk(path, units, seen, report, explicit=False)
         elif entry.is_file():
             units.append(_Unit(path, explicit=False))
+
+
+def _alias(entry: os.DirEntry) -> bool:
+    """A symlink to a folder beside it (W&B's ``latest-run``): the walk meets that folder anyway."""
+    if not entry.is_symlink():
+        return False
+    target = os.path.realpath(entry.path)
+    return os.path.dirname(target) == os.path.realpath(os.path.dirname(entry.path))
 
 
 # Ingesting one unit

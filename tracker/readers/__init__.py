@@ -62,6 +62,21 @@ READERS: tuple[Reader, ...] = (
     Reader("hf_trainer", "HF Trainer (trainer_state.json or output folder)", "hf_trainer", dirs=True),
     Reader("tensorboard", "TensorBoard event files (or a folder of them)", "tensorboard", dirs=True),
     Reader("lightning", "Lightning logs (lightning_logs/version_N or metrics.csv)", "lightning", dirs=True),
+    Reader("mlflow", "MLflow run folder (mlruns/)", "mlflow_dir", dirs=True),
+    Reader("wandb", "W&B run folder or .wandb log", "wandb_dir", dirs=True),
+    Reader("wandb_export", "W&B chart CSV export", "wandb_export"),
+    Reader("megatron", "Megatron-LM / Megatron-DeepSpeed console log", "text.megatron"),
+    Reader("deepspeed", "DeepSpeed console log", "text.deepspeed"),
+    Reader("torchtitan", "torchtitan console log", "text.torchtitan"),
+    Reader("nanogpt", "nanoGPT / llm.c / modded-nanogpt console log", "text.nanogpt"),
+    Reader("hf_console", "HF Trainer / TRL / axolotl / ms-swift console log", "text.hf_console"),
+    Reader("llamafactory", "LLaMA-Factory trainer_log.jsonl", "llamafactory"),
+    Reader("ms_swift", "ms-swift logging.jsonl", "ms_swift"),
+    Reader("megatron_golden", "Megatron-LM golden values (CI metrics JSON)", "megatron_golden"),
+    Reader("gpu_sampler", "GPU sampler log (nvidia-smi CSV, per-GPU JSON lines)", "gpu_sampler"),
+    Reader("console", "console log of key: value lines (fallback)", "text.keyvalue"),
+    Reader("jsonl", "JSON lines (generic)", "jsonl"),
+    Reader("csv", "CSV/TSV table (generic)", "csv_table"),
 )
 
 

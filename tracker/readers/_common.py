@@ -9,10 +9,22 @@ from pathlib import Path
 from typing import Any
 
 HEAD_BYTES = 64 * 1024
+# File names that say nothing about the run; such a file is named after its folder too.
+GENERIC_STEMS = {
+    "metrics", "log", "logs", "train", "training", "history", "results", "progress", "output",
+    "scalars", "stats", "data",
+}
 
 
 class ReaderError(Exception):
     """A file a reader cannot use; the message is one line a person understands."""
+
+
+def file_run_name(path: Path) -> str:
+    """A run name for a lone log file: its stem, with its folder when the stem is generic."""
+    if path.stem.lower() in GENERIC_STEMS and path.parent.name:
+        return f"{path.parent.name}/{path.stem}"
+    return path.stem
 
 
 def head(path: Path, n: int = HEAD_BYTES) -> bytes:

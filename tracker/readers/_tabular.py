@@ -22,6 +22,10 @@ STEP_COLUMNS = (
     "step", "global_step", "_step", "trainer/global_step", "train/global_step", "iteration",
     "iter", "current_steps", "steps", "Step", "num_updates",
 )
+# Columns that may hold the wall-clock time of a row (used only when they hold epoch times).
+WALL_COLUMNS = ("wall_time", "_timestamp", "timestamp", "wall time", "time")
+# CSV cells that mean "no value". Not "nan"/"inf": a log that wrote those meant them.
+NULL_CELLS = ["", "NA", "N/A", "null", "NULL", "None"]
 
 
 @dataclass
@@ -66,6 +70,9 @@ def jsonl_columns(data: bytes, first_line: int = 1) -> dict[str, Column]:
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
     table = _arrow_json(data)
+    if table is None and not data.endswith(b"\n"):
+        # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
+        table = _arrow_json(data[: data.rfind(b"\n") + 1])
     if table is not None:
         return _numeric_arrow_columns(table)
     return rows_to_columns(jsonl_rows(data, first_line))
@@ -115,17 +122,25 @@ def _arrow_json(data: bytes):
 
 
 def _numeric_arrow_columns(table) -> dict[str, Column]:
-    import pyarrow as pa
-
-    table = table.flatten()
-    while any(pa.types.is_struct(f.type) for f in table.schema):
-        table = table.flatten()
     columns = {}
     for name, col in zip(table.column_names, table.columns, strict=True):
-        column = _arrow_numeric(col)
-        if column is not None:
-            columns[name.replace(".", "/")] = column
+        for leaf, values in _arrow_leaves(name, col):
+            column = _arrow_numeric(values)
+            if column is not None:
+                columns[leaf] = column
     return columns
+
+
+def _arrow_leaves(name: str, col):
+    """Leaf columns of nested objects, named ``outer/inner``; dots inside keys stay dots."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_struct(col.type):
+        yield name, col
+        return
+    for i in range(col.type.num_fields):
+        yield from _arrow_leaves(f"{name}/{col.type.field(i).name}", pc.struct_field(col, [i]))
 
 
 def _arrow_numeric(col) -> Column | None:
@@ -159,12 +174,12 @@ def csv_columns(path: Path) -> dict[str, Column]:
         raise ReaderError("empty file")
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not CSV")
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     try:
         table = pc.read_csv(
             pa.py_buffer(data),
-            parse_options=pc.ParseOptions(delimiter=delimiter),
-            convert_options=pc.ConvertOptions(strings_can_be_null=True),
+            parse_options=pc.ParseOptions(delimiter=_delimiter(path, data)),
+            # Empty and NA-style cells are missing; "nan" and "inf" written by the log are values.
+            convert_options=pc.ConvertOptions(null_values=NULL_CELLS, strings_can_be_null=True),
         )
     except pa.ArrowInvalid as err:
         raise ReaderError(_csv_reason(str(err))) from None
@@ -174,6 +189,14 @@ def csv_columns(path: Path) -> dict[str, Column]:
         if column is not None:
             columns[name] = column
     return columns
+
+
+def _delimiter(path: Path, data: bytes) -> str:
+    """Tab for .tsv files and for headers that use tabs (or semicolons) instead of commas."""
+    header = data[:4096].split(b"\n", 1)[0]
+    if path.suffix.lower() == ".tsv" or header.count(b"\t") > header.count(b","):
+        return "\t"
+    return ";" if header.count(b";") > header.count(b",") else ","
 
 
 def _csv_reason(message: str) -> str:
@@ -214,3 +237,72 @@ def add_columns(
             wall = wall_time.values[keep]
         run.add_series(name, steps.values[keep].astype(np.int64), col.values[keep], wall)
     return run
+
+
+def add_table(run: RunLog, columns: dict[str, Column], step: str | None = None) -> RunLog:
+    """A generic table's numeric columns as series of ``run``.
+
+    The step is ``step`` or else the first column with a step-like name that
+    most rows carry; rows without one take the step of the row before (an eval
+    line, a final summary line), and metrics that only ever appear on step-less
+    rows go to the summary. With no step column the row number is the step, and
+    the run says so in a warning.
+    """
+    if not columns:
+        raise ReaderError("no numeric columns")
+    step_name = step or _dense_step_column(columns)
+    wall_name = wall_column(columns, exclude=step_name)
+    metrics = {k: c for k, c in columns.items() if k not in (step_name, wall_name)}
+    if not metrics:
+        raise ReaderError(f"no numeric columns besides {step_name or wall_name!r}")
+    wall = None if wall_name is None else _epoch_seconds(columns[wall_name])
+    if step_name is None:
+        n = len(next(iter(columns.values())).values)
+        run.warnings.append("no step column (step, iteration, ...): the row number is used as the step")
+        return add_columns(run, metrics, Column(np.arange(n, dtype=np.float64), np.ones(n, bool)),
+                           wall_time=wall)
+    raw = columns[step_name]
+    stated = Column(raw.values, raw.present & np.isfinite(raw.values))
+    for name, col in list(metrics.items()):
+        if not (col.present & stated.present).any():
+            run.summary[name] = float(col.values[col.present][-1])
+            del metrics[name]
+    return add_columns(run, metrics, carried(stated), wall_time=wall)
+
+
+def _dense_step_column(columns: dict[str, Column]) -> str | None:
+    """The step column, if it is on most rows (not a step written once on a final line)."""
+    name = step_column(columns)
+    return name if name is not None and columns[name].present.mean() >= 0.5 else None
+
+
+def wall_column(columns: dict[str, Column], exclude: str | None = None) -> str | None:
+    """The column holding each row's epoch time (seconds or milliseconds), if any."""
+    lowered = {name.lower(): name for name in columns if name != exclude}
+    for candidate in WALL_COLUMNS:
+        name = lowered.get(candidate)
+        if name is not None and _epoch_seconds(columns[name]) is not None:
+            return name
+    return None
+
+
+def _epoch_seconds(col: Column) -> Column | None:
+    """Epoch times in seconds (milliseconds are scaled), or None for other numbers."""
+    values = col.values[col.present]
+    if len(values) == 0 or not np.isfinite(values).all():
+        return None
+    if (values > 1e8).all() and (values < 1e11).all():
+        return col
+    if (values > 1e11).all() and (values < 1e14).all():
+        return Column(col.values / 1000.0, col.present)
+    return None
+
+
+def carried(steps: Column) -> Column:
+    """Steps with each gap filled from the row before (leading gaps from the first step)."""
+    if steps.present.all() or not steps.present.any():
+        return steps
+    index = np.where(steps.present, np.arange(len(steps.values)), -1)
+    np.maximum.accumulate(index, out=index)
+    index[index < 0] = int(np.argmax(steps.present))
+    return Column(steps.values[index], np.ones(len(index), bool))
