@@ -85,9 +85,12 @@ ALIASES: dict[str, Alias] = _table(
     epoch=("epoch", "train/epoch"),
     tokens_per_s=(
         "tokens_per_s", "tps", "throughput(tps)", "tokens/s", "train/tokens_per_second",
-        "throughput/tokens_per_second", "tokens_per_second", "tokens_global_per_sec",
+        "throughput/tokens_per_second", "tokens_per_second", "tokens_global_per_sec", "wps",
     ),
-    samples_per_s=("samples_per_s", "samples_per_second", "samplespersec", "throughput/samples_per_second"),
+    samples_per_s=(
+        "samples_per_s", "samples_per_second", "samplespersec", "throughput/samples_per_second",
+        "samples per second",
+    ),
     step_time_s=("step_time_s", "iteration_time", "time_metrics/end_to_end(s)"),
     tflops=("tflops", "throughput per gpu (tflop/s/gpu)", "throughput/tflops", "tflop/s/gpu"),
     mfu=("mfu", "mfu(%)", "throughput/mfu"),
@@ -95,7 +98,7 @@ ALIASES: dict[str, Alias] = _table(
         "batch_size", "global batch size", "global_batch_size", "train/global_batch_size", "batch-size",
     ),
     micro_batch_size=("micro_batch_size", "micro batch size"),
-    seq_len=("seq_len", "seq_length", "sequence_length"),
+    seq_len=("seq_len", "seq_length", "sequence_length", "actual seqlen"),
     tokens_seen=(
         "tokens_seen", "num_input_tokens_seen", "consumed tokens", "consumed_tokens",
         "num_tokens", "train/num_input_tokens_seen", "total_tokens", "ntokens_seen",

@@ -1,0 +1,81 @@
+"""Hand-rolled console logs: ``key: value`` and ``key=value`` pairs under a step or epoch marker.
+
+Many scripts print their own lines (``Epoch 3/20`` then ``Train Loss: 6.21 - Valid
+Loss: 6.02``, or ``step 120 | loss=2.31 lr=3e-4``). Guild AI's output scalars
+showed that a generic reader of such pairs is worth having as the last resort:
+its confidence stays below every dialect with a format of its own. A line
+that names a step, iteration or epoch sets the step for the pairs on it and
+after it; tqdm progress lines are noise and skipped. Names are normalised
+(``Train Loss`` to ``train_loss``, ``Valid Loss`` to ``valid_loss``) so the
+canonical aliases apply.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from core.runlog import RunLog
+from tracker.readers.text._engine import Context, Dialect, Rule
+from tracker.readers.text._values import NUM, num
+
+_MARKER = re.compile(r"^\W*(?P<kind>epoch|step|iter|iteration|global_step)\b[ :=#]*(?P<n>\d+)\b", re.IGNORECASE)
+_PAIR = re.compile(
+    rf"(?P<key>[A-Za-z][A-Za-z0-9_ ./()-]{{0,40}}?)\s*(?::|=)\s*(?P<value>{NUM})(?P<unit>s|ms|%)?(?![\w.:/])"
+)
+_TQDM = ("it/s]", "s/it]", "it/s,", "s/it,", "%|")
+# Markers counted this many distinct times make a file a log, not a config of key: value lines.
+MIN_MARKERS = 3
+
+
+def _line(match: re.Match[str], ctx: Context) -> bool:
+    text = ctx.line.text
+    if any(noise in text for noise in _TQDM):
+        return True
+    marker = _MARKER.match(text)
+    if marker is not None:
+        ctx.state["step"] = int(marker["n"])
+        text = text[marker.end():]
+    metrics = {}
+    for pair in _PAIR.finditer(text):
+        key = "_".join(pair["key"].split()).lower()
+        value = num(pair["value"])
+        if pair["unit"] == "ms":
+            key, value = f"{key}_s", value / 1000
+        elif pair["unit"] == "s":
+            key = f"{key}_s"
+        metrics[key] = value
+    if metrics and "step" in ctx.state:
+        ctx.runs.point(ctx.state["step"], metrics, ctx.wall())
+    return True
+
+
+RULES = (Rule("", re.compile(r"(?::|=)\s*[-+.\d]|^\W*(?:epoch|step|iter)", re.IGNORECASE), _line),)
+
+
+def _sniff(path: Path) -> float:
+    from tracker.readers.text._engine import sample
+
+    markers = set()
+    pairs = 0
+    for text in sample(path):
+        if any(noise in text for noise in _TQDM):
+            continue
+        marker = _MARKER.match(text)
+        if marker is not None:
+            markers.add(int(marker["n"]))
+        pairs += bool(_PAIR.search(text))
+    return 0.35 if len(markers) >= MIN_MARKERS and pairs >= MIN_MARKERS else 0.0
+
+
+DIALECT = Dialect(name="console", framework="script", rules=RULES, signatures=())
+
+
+def sniff(path: Path) -> float:
+    if path.is_dir() or path.suffix.lower() in (".json", ".jsonl", ".csv", ".tsv", ".yaml", ".yml", ".py"):
+        return 0.0
+    return _sniff(path)
+
+
+def read_runs(path: Path) -> list[RunLog]:
+    return DIALECT.read_runs(path)
