@@ -69,6 +69,10 @@ def jsonl_columns(data: bytes, first_line: int = 1) -> dict[str, Column]:
     """
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:  # pyarrow would keep the bad bytes in its string columns
+        data = data.decode("utf-8", errors="replace").encode("utf-8")
     table = _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
@@ -244,9 +248,9 @@ def add_table(run: RunLog, columns: dict[str, Column], step: str | None = None) 
 
     The step is ``step`` or else the first column with a step-like name that
     most rows carry; rows without one take the step of the row before (an eval
-    line, a final summary line), and metrics that only ever appear on step-less
-    rows go to the summary. With no step column the row number is the step, and
-    the run says so in a warning.
+    line), and metrics that only appear after the last step (a final summary
+    line) go to the summary. With no step column the row number is the step,
+    and the run says so in a warning.
     """
     if not columns:
         raise ReaderError("no numeric columns")
@@ -263,8 +267,9 @@ def add_table(run: RunLog, columns: dict[str, Column], step: str | None = None) 
                            wall_time=wall)
     raw = columns[step_name]
     stated = Column(raw.values, raw.present & np.isfinite(raw.values))
+    after_last = np.arange(len(raw.values)) > np.flatnonzero(stated.present).max(initial=-1)
     for name, col in list(metrics.items()):
-        if not (col.present & stated.present).any():
+        if col.present.any() and after_last[col.present].all():
             run.summary[name] = float(col.values[col.present][-1])
             del metrics[name]
     return add_columns(run, metrics, carried(stated), wall_time=wall)

@@ -1,0 +1,60 @@
+"""Generic CSV/TSV tables of metrics: a step column and numeric columns.
+
+For a user's own ``pandas.DataFrame.to_csv``, a spreadsheet export, or any
+logger without a reader of its own. Confidence stays modest so that specific
+readers (Lightning ``metrics.csv``, W&B exports, console dialects) win their
+files. A TensorBoard chart download (``Wall time,Step,Value``) names its one
+series after the tag in its file name.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+from core.runlog import RunLog
+from tracker.readers._common import file_run_name, head_text, number
+from tracker.readers._tabular import STEP_COLUMNS, add_table, csv_columns
+
+SUFFIXES = (".csv", ".tsv")
+HEAD = 16384
+# TensorBoard's "download CSV" names files run-<run>-tag-<tag>.csv ("/" in tags became "_").
+_TB_EXPORT = re.compile(r"^run[-_](?P<run>.*?)[-_]tag[-_](?P<tag>.+)$")
+_TB_COLUMNS = ["Wall time", "Step", "Value"]
+
+
+def sniff(path: Path) -> float:
+    if path.suffix.lower() not in SUFFIXES:
+        return 0.0
+    rows = _head_rows(head_text(path, HEAD))
+    if len(rows) < 2 or len(rows[0]) < 2:
+        return 0.0
+    if not any(number(cell) is not None for row in rows[1:] for cell in row):
+        return 0.0
+    steps = {name.lower() for name in STEP_COLUMNS}
+    return 0.45 if any(cell.strip().lower() in steps for cell in rows[0]) else 0.4
+
+
+def read(path: Path) -> RunLog:
+    columns = csv_columns(path)
+    name = file_run_name(path)
+    match = _TB_EXPORT.match(path.stem)
+    if match and list(columns) == _TB_COLUMNS:
+        columns[match["tag"]] = columns.pop("Value")
+        name = match["run"] or name
+    return add_table(RunLog(format="csv", name=name), columns)
+
+
+def _head_rows(text: str) -> list[list[str]]:
+    """The first complete lines, split with the delimiter the header uses."""
+    lines = text.splitlines()
+    if len(lines) > 20:
+        lines = lines[:20]
+    elif len(text) >= HEAD:
+        lines = lines[:-1]  # the head may have cut the last line short
+    if not lines:
+        return []
+    delimiter = max("\t,;", key=lines[0].count)
+    return list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter))

@@ -1,0 +1,59 @@
+"""Generic JSON-lines logs: one object per line, its numbers become metrics.
+
+For a user's own ``json.dumps`` per step and loggers without a reader of their
+own. Nested objects are flattened (``{"eval": {"loss": 1}}`` is ``eval/loss``),
+numeric strings count as numbers, and the step is the first step-like key
+(``step``, ``global_step``, ``iteration``...); without one the line number is
+the step. Confidence stays modest so that specific JSONL readers (Headroom's
+own, LLaMA-Factory, ms-swift, W&B history) win their files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.runlog import RunLog
+from tracker.readers._common import ReaderError, file_run_name, flatten, head, number, parse_json
+from tracker.readers._tabular import STEP_COLUMNS, WALL_COLUMNS, add_table, jsonl_columns
+
+SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
+# Other suffixes need this many object lines in the head before the file counts as JSON lines.
+MIN_LINES_OTHERWISE = 2
+_NOT_METRICS = {name.lower() for name in (*STEP_COLUMNS, *WALL_COLUMNS)}
+
+
+def sniff(path: Path) -> float:
+    rows = _head_rows(head(path, 16384))
+    named = path.suffix.lower() in SUFFIXES
+    if not rows or (not named and len(rows) < MIN_LINES_OTHERWISE):
+        return 0.0
+    keys = {key.lower() for row in rows for key, value in flatten(row, sep="/").items()
+            if number(value) is not None}
+    if not keys - _NOT_METRICS:
+        return 0.0
+    score = 0.45 if named else 0.35
+    return score + 0.05 if keys & {name.lower() for name in STEP_COLUMNS} else score
+
+
+def read(path: Path) -> RunLog:
+    data = path.read_bytes()
+    if not data.strip():
+        raise ReaderError("empty file")
+    return add_table(RunLog(format="jsonl", name=file_run_name(path)), jsonl_columns(data))
+
+
+def _head_rows(data: bytes) -> list[dict]:
+    """The JSON objects on the first complete lines, up to a broken one; [] if one is no object."""
+    lines = data.split(b"\n")[:-1] if b"\n" in data else [data]
+    rows = []
+    for raw in lines[:10]:
+        if not raw.strip():
+            continue
+        try:
+            value = parse_json(raw.decode("utf-8", errors="replace"))
+        except ReaderError:
+            break  # a broken line is for read() to name; the lines before it decide
+        if not isinstance(value, dict):
+            return []
+        rows.append(value)
+    return rows
