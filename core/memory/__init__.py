@@ -6,9 +6,9 @@ Public API: :class:`ModelSpec` (architecture), :class:`Setup` and
 live what-if sliders (well under a millisecond per estimate).
 """
 
-from core.memory.estimate import COMPONENTS, GIB, Estimate, estimate
+from core.memory.estimate import COMPONENTS, GIB, Estimate, estimate, model_states
 from core.memory.setup import Layout, Setup, SetupError, check
 from core.memory.spec import ModelSpec
 
 __all__ = ["COMPONENTS", "GIB", "Estimate", "Layout", "ModelSpec", "Setup", "SetupError",
-           "check", "estimate"]
+           "check", "estimate", "model_states"]

@@ -53,7 +53,7 @@ def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
     full = setup.method == "full"
     h, qd, kvd = spec.hidden, spec.n_heads * (spec.v_head_dim or spec.head_dim), spec.kv_dim
     width = spec.active_intermediate if moe else spec.intermediate
-    norm_in = (2 * e if spec.norm == "layer" else 4.0) * h  # RMSNorm upcasts its input
+    norm_in = (e if spec.norm == "layer" else 4.0) * h  # HF's RMSNorm upcasts its input
     attn_in_saved, mlp_in_saved = _inputs_saved(setup)
     if setup.fused_layers:
         norm_in = e * h
@@ -61,7 +61,8 @@ def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
     if full and not setup.fused_layers and spec.norm != "layer":
         rep += spec.norms_per_layer * e * h  # normalised value kept for the weight's gradient
     rep += 2 * h if spec.dropout else 0.0  # hidden dropout masks, one byte each
-    split = _attention(spec, setup, e, qd, kvd) + _mlp(spec, setup, e, width, mlp_in_saved)
+    split = _attention(spec, setup, e, qd, kvd, attn_in_saved)
+    split += _mlp(spec, setup, e, width, mlp_in_saved)
     if moe:
         split += e * h * spec.n_active_experts + 4 * spec.n_experts  # dispatched copies, router
     split += _lora_inputs(spec, setup, e)
@@ -72,22 +73,21 @@ def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
 def _inputs_saved(setup: Setup) -> tuple[bool, bool]:
     """Whether the inputs of the attention and MLP linears are kept for backward.
 
-    A trainable weight needs its input; a frozen one does not, except that
+    A trainable weight needs its input; a frozen one does not (LoRA adapters
+    keep their own copies, see :func:`_lora_inputs`), except that
     bitsandbytes' quantised matmuls save their input whatever is frozen (QLoRA).
     """
-    if setup.method in ("full", "qlora"):
-        return True, True
-    if setup.method == "lora":
-        return True, setup.lora_targets == "all-linear"
-    return False, False
+    return (True, True) if setup.method in ("full", "qlora") else (False, False)
 
 
-def _attention(spec: ModelSpec, setup: Setup, e: float, qd: int, kvd: int) -> float:
+def _attention(spec: ModelSpec, setup: Setup, e: float, qd: int, kvd: int,
+               out_proj_input: bool) -> float:
     if spec.mla:  # compressed KV is expanded per head before attention
         kvd = spec.n_heads * spec.head_dim
     eager = setup.attention == "eager"
     k_and_v = 2 * qd if eager and not setup.fused_layers else 2 * kvd  # repeat_kv copies
-    out = e * qd  # attention output: flash keeps it, and it is o_proj's input
+    # Attention output: flash keeps it for its backward; otherwise only a trainable o_proj.
+    out = e * qd if not eager or out_proj_input or setup.fused_layers else 0.0
     lse = 0.0 if eager else 4.0 * spec.n_heads
     return e * (qd + k_and_v) + out + lse
 
@@ -99,7 +99,9 @@ def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
     a = spec.n_heads
     if setup.fused_layers:  # Korthikanti: softmax output, dropout mask and output (5as)
         return a * (2 * e + 1) if spec.dropout else a * e
-    kept = 4.0 + e  # fp32 softmax and its copy in the compute dtype
+    # Llama-style eager attention takes the softmax in fp32 and keeps a compute-dtype copy;
+    # GPT-2-era models (LayerNorm) keep one softmax in the compute dtype.
+    kept = e if spec.norm == "layer" else 4.0 + e
     return a * (kept + (e + 1 if spec.dropout else 0.0))
 
 
@@ -111,18 +113,20 @@ def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: 
 
 
 def _lora_inputs(spec: ModelSpec, setup: Setup, e: float) -> float:
-    """Inputs PEFT keeps per adapted matrix, beyond the layer's own.
+    """What PEFT keeps per adapted matrix: its own copy of the input, and lora_A's output.
 
-    Each adapted matrix has its own dropout: its output and a one-byte mask.
-    Without dropout, fp32 adapters under autocast still keep their own
-    compute-dtype copy of the input; 16-bit adapters share the layer's input.
+    PEFT holds adapters in fp32 and casts each matrix's input to them: under
+    autocast (mixed precision) lora_A keeps a 16-bit copy, otherwise the fp32
+    cast itself. Each adapted matrix has its own dropout, which adds a one-byte
+    mask. Checked against saved-tensor hooks (tests/core/test_activations.py).
     """
     if setup.method not in ("lora", "qlora"):
         return 0.0
-    fp32_adapters = not (setup.method == "lora" and setup.precision in ("fp16", "bf16"))
-    per_element = (e + 1) if setup.lora_dropout else (e if fp32_adapters else 0.0)
-    per_layer = sum(m.d_in * m.count for m in spec.lora_matrices(setup.lora_targets))
-    return per_element * per_layer / max(1, spec.n_layers)
+    autocast = setup.method == "qlora" or setup.precision.startswith("mixed-")
+    copy = (2.0 if autocast else 4.0) + (1.0 if setup.lora_dropout else 0.0)
+    total = sum((copy * m.d_in + 4.0 * setup.lora_rank) * m.count
+                for m in spec.lora_matrices(setup.lora_targets))
+    return total / max(1, spec.n_layers)
 
 
 def block_bytes(spec: ModelSpec, setup: Setup) -> float:

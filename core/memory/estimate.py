@@ -105,6 +105,19 @@ def estimate(spec: ModelSpec, setup: Setup) -> Estimate:
     return max(results, key=lambda e: e.allocated)
 
 
+def model_states(spec: ModelSpec, setup: Setup) -> dict[str, float]:
+    """The static part per GPU (first stage): weights, every gradient, optimizer state, bytes.
+
+    The seed article's first sizing step, before activations; the ZeRO paper's
+    (2 + 2 + K)Ψ and its sharded forms when ``fp32_grads`` is off.
+    """
+    check(spec, setup)
+    stage = next(iter(_stages(spec, setup).values()))
+    frac = stage.params(spec) / spec.total_params
+    static = _static(spec, setup, trainable_params(spec, setup) * frac, frac)
+    return {k: static[k] for k in ("weights", "gradients", "optimizer")}
+
+
 def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> Estimate:
     lay = setup.layout
     frac = stage.params(spec) / spec.total_params
@@ -149,7 +162,8 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
     if setup.method != "full":  # adapters train; the base is frozen
         weights += trainable * _adapter_bytes(setup) / mp
     p = _precision(setup)
-    grads = trainable * p.grad / mp
+    grad_bytes = 4.0 if setup.fp32_grads and p.master else p.grad
+    grads = trainable * grad_bytes / mp
     optimizer = trainable * (p.master + optimizer_state_bytes(setup.optimizer, p.state)) / mp
     if setup.optimizer == "adafactor":
         optimizer += _adafactor_bytes(spec, setup) * frac / mp
@@ -157,7 +171,10 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
         optimizer = trainable * p.master / mp
     gathered = 0.0
     if lay.shards_params and lay.dp > 1:
-        gathered = 4.0 * spec.largest_layer_params / mp  # DeepSpeed: fp16 params + grads of it
+        # DeepSpeed's largest_layer_memory: 16-bit params and grads of the biggest module,
+        # gathered whole (less the shard of it already counted); a frozen base has no grads.
+        per_param = 4.0 if setup.method == "full" else 2.0
+        gathered = per_param * spec.largest_layer_params * (1 - 1 / dp_shards) / mp
         weights = weights / dp_shards
     if lay.offload_params:
         weights = 0.0

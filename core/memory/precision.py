@@ -2,10 +2,12 @@
 
 The tables follow EleutherAI's "Transformer Math 101" (2023) and the ZeRO
 paper (Rajbhandari et al., 2020): mixed-precision AdamW keeps a 16-bit compute
-copy of the weights (2 B), gradients (Megatron, DeepSpeed and HF AMP all keep
-them in fp32 for the update: 4 B) and an fp32 master copy plus two fp32 moments
-(12 B), 18 B/param in all. Pure 16-bit training keeps Adam's moments in the
-parameter dtype (torchao's measurements of bf16 AdamW vs 8-bit Adam confirm it).
+copy of the weights (2 B), 16-bit gradients (2 B) and an fp32 master copy plus
+two fp32 moments (12 B), 16 B/param. Real frameworks keep the gradients in fp32
+for the update (Megatron's main_grad, DeepSpeed's fp32 partitions, HF AMP's fp32
+parameters), 18 B/param: :attr:`Setup.fp32_grads` says which. Pure 16-bit
+training keeps Adam's moments in the parameter dtype (torchao's measurements of
+bf16 AdamW vs 8-bit Adam confirm it).
 Quantised storage follows Dettmers et al., "QLoRA" (2023).
 """
 
@@ -43,11 +45,11 @@ PRECISIONS: dict[str, Precision] = {
     "fp32": Precision(weight=4, grad=4, master=0, state=4, activation=4),
     "fp16": Precision(weight=2, grad=2, master=0, state=2, activation=2),
     "bf16": Precision(weight=2, grad=2, master=0, state=2, activation=2),
-    "mixed-fp16": Precision(weight=2, grad=4, master=4, state=4, activation=2),
-    "mixed-bf16": Precision(weight=2, grad=4, master=4, state=4, activation=2),
+    "mixed-fp16": Precision(weight=2, grad=2, master=4, state=4, activation=2),
+    "mixed-bf16": Precision(weight=2, grad=2, master=4, state=4, activation=2),
     # fp8 linears (Transformer Engine, torchao float8) keep bf16 params, an fp32 master and
     # fp8 weight casts; torchtitan measured no activation saving (77.0 -> 76.8 GiB).
-    "fp8": Precision(weight=2, grad=4, master=4, state=4, activation=2, weight_cache=1),
+    "fp8": Precision(weight=2, grad=2, master=4, state=4, activation=2, weight_cache=1),
 }
 
 # Precisions a frozen base may be stored in (LoRA, QLoRA, inference).

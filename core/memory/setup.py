@@ -101,6 +101,7 @@ class Setup:
     recompute: str = "none"
     attention: str = "sdpa"
     fused_loss: bool = False  # chunked / fused cross-entropy (Liger, Cut Cross-Entropy)
+    fp32_grads: bool = True  # mixed precision keeps fp32 gradients (False: the papers' 16 B)
     framework: str = "hf"
     layout: Layout = field(default_factory=Layout)
 
