@@ -109,21 +109,23 @@ def roots(source: Path, config: dict) -> list[Path]:
     return out
 
 
-def locate(written: str, root: Path) -> Path | None:
+def locate(written: str, root: Path, anywhere: bool = False) -> Path | None:
     """A path as a log wrote it, here: relative to the run folder, or matched by its tail.
 
-    Only tails under the run folder count, so a path from another machine
-    never matches a sibling run's checkpoint.
+    A tail under the run folder wins over the written absolute path (the run
+    folder was moved or copied since); tails never match outside the run
+    folder, so a path from another machine never finds a sibling run's files.
+    An existing path outside the run folder counts only ``anywhere``.
     """
     path = Path(os.path.normpath(root / written))  # an absolute path stays as it is
-    if path.exists():
+    if path.exists() and path.is_relative_to(root):
         return path
     parts = Path(os.path.normpath(written)).parts
     for k in range(len(parts) - 1, 0, -1):
         candidate = root.joinpath(*parts[-k:])
         if candidate.exists():
             return candidate
-    return None
+    return path if anywhere and path.exists() else None
 
 
 def discover(source: Path, config: dict, refs: Iterable[CheckpointRef]) -> list[Checkpoint]:
@@ -135,8 +137,8 @@ def discover(source: Path, config: dict, refs: Iterable[CheckpointRef]) -> list[
     for ref in list(refs) + named:
         _add_ref(found, ref, base)
     best = _named_best(list(found.values()), named)
-    if best is not None and _key(best, base) in found:
-        found[_key(best, base)].named_best = True
+    if best is not None and _key(best, base, found) in found:
+        found[_key(best, base, found)].named_best = True
     return sorted(found.values(), key=lambda c: (c.step is None, c.step or 0, c.path))
 
 
@@ -148,22 +150,28 @@ def _named_best(found: list[Checkpoint], named: list[CheckpointRef]) -> str | No
     return max(stating, key=lambda c: c.step or 0).best_path if stating else None
 
 
-def _key(written: str, base: Path) -> str:
-    """Where a written path is here, or the path as written when it is nowhere here."""
+def _key(written: str, base: Path, found: dict[str, Checkpoint]) -> str:
+    """Where a written path is here; for one that is nowhere here, where it would be.
+
+    A checkpoint found in a folder the config names keeps its absolute path.
+    """
     local = locate(written, base)
     if local is not None:
         return str(local)
+    if written in found:
+        return written
     path = Path(written)
-    return str(path if path.is_absolute() else Path(os.path.normpath(base / path)))
+    return str(base / path.name if path.is_absolute() else Path(os.path.normpath(base / path)))
 
 
 def _add_ref(found: dict[str, Checkpoint], ref: CheckpointRef, base: Path) -> None:
     if not ref.path:
         return
-    key = _key(ref.path, base)
+    key = _key(ref.path, base, found)
     ckpt = found.get(key)
     if ckpt is None:
-        reader = layout(Path(key)) if Path(key).exists() else None
+        here = Path(key).exists() and Path(key).is_relative_to(base)  # deeper than the walk
+        reader = layout(Path(key)) if here else None
         ckpt = reader(Path(key)) if reader else _missing(key, ref)
         found[key] = ckpt
     ckpt.logged = True
@@ -176,7 +184,7 @@ def _missing(path: str, ref: CheckpointRef) -> Checkpoint:
     ckpt = new(Path(path), _kind_from_name(Path(path)))
     ckpt.status = "missing"
     ckpt.step = ref.step if ref.step is not None else step_from_name(Path(path).name)
-    ckpt.notes.append("named by the run's logs; the files are not here")
+    ckpt.notes.append(f"named by the run's logs as {ref.path}; the files are not here")
     return ckpt
 
 

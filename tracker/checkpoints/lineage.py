@@ -51,12 +51,17 @@ def detect(source: Path, config: dict, events: Iterable[RunEvent]) -> str | None
     for key, value in flat.items():
         if key.rsplit(".", 1)[-1] in RESUME_KEYS and _is_path(value):
             return value
-    args = run_folder(source) / "training_args.bin"
-    if args.is_file():
-        value = attrs(inspect_file(args).value).get("resume_from_checkpoint")
-        if _is_path(value):
-            return value
-    return None
+    return _from_training_args(run_folder(source))
+
+
+def _from_training_args(root: Path) -> str | None:
+    """HF saves the arguments with the model and in every checkpoint; the first one says."""
+    saved = [root / "training_args.bin", *sorted(root.glob("checkpoint-*/training_args.bin"))]
+    args = next((p for p in saved if p.is_file()), None)
+    if args is None:
+        return None
+    value = attrs(inspect_file(args).value).get("resume_from_checkpoint")
+    return value if _is_path(value) else None
 
 
 def _is_path(value) -> bool:
@@ -76,7 +81,7 @@ def update_lineage(session: Session, run_id: int, source: Path, config: dict,
 
 def match(session: Session, written: str, root: Path) -> str:
     """The stored checkpoint a written path means: here, or the one path with its tail."""
-    local = locate(written, root)
+    local = locate(written, root, anywhere=True)
     if local is not None:
         return str(local)
     parts = Path(written).parts
