@@ -225,15 +225,16 @@ def solve(rows: Sequence[tuple[Sample, _Terms]], mean: np.ndarray, sd: np.ndarra
     prior_precision = np.diag(1.0 / sd**2)
     hessian = prior_precision
     for _ in range(iterations):
-        jac, res = _linearise(rows, theta)
-        weights = np.minimum(1.0, HUBER / np.maximum(np.abs(res), 1e-12))
+        jac, res, oom = _linearise(rows, theta)
+        # Huber weights for measured peaks; an OOM is hard evidence and keeps full weight.
+        weights = np.where(oom, 1.0, np.minimum(1.0, HUBER / np.maximum(np.abs(res), 1e-12)))
         hessian = jac.T @ (weights[:, None] * jac) + prior_precision
         gradient = jac.T @ (weights * res) - prior_precision @ (theta - mean)
         step = np.linalg.solve(hessian, gradient)
         theta = _bounded(theta + step)
         if np.max(np.abs(step)) < 1e-6:
             break
-    _, res = _linearise(rows, theta, include_satisfied=True)
+    _, res, _ = _linearise(rows, theta, include_satisfied=True)
     measured = [r for (s, _), r in zip(rows, res, strict=True) if s.peak_gib is not None]
     scatter = float(np.sqrt(np.mean(np.square(measured)))) * NOISE if measured else NOISE
     n = len(measured)
@@ -242,8 +243,9 @@ def solve(rows: Sequence[tuple[Sample, _Terms]], mean: np.ndarray, sd: np.ndarra
 
 
 def _linearise(rows, theta: np.ndarray, include_satisfied: bool = False):
-    """Standardised residuals (target - prediction) / (target x noise) and their Jacobian."""
-    jac, res = [], []
+    """Standardised residuals (target - prediction) / (target x noise), their Jacobian, and
+    which rows are violated OOM bounds."""
+    jac, res, oom = [], [], []
     for s, t in rows:
         if s.peak_gib is not None:
             value, grad = predict_gib(t, theta, s.counter)
@@ -258,9 +260,10 @@ def _linearise(rows, theta: np.ndarray, include_satisfied: bool = False):
         scale = target * NOISE
         jac.append(grad / scale)
         res.append((target - value) / scale)
+        oom.append(s.peak_gib is None)
     if not jac:
-        return np.zeros((0, len(PARAMS))), np.zeros(0)
-    return np.array(jac), np.array(res)
+        return np.zeros((0, len(PARAMS))), np.zeros(0), np.zeros(0, dtype=bool)
+    return np.array(jac), np.array(res), np.array(oom)
 
 
 def _bounded(theta: np.ndarray) -> np.ndarray:
