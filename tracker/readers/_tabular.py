@@ -69,17 +69,16 @@ def jsonl_columns(data: bytes, first_line: int = 1) -> dict[str, Column]:
     """
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:  # pyarrow would keep the bad bytes in its string columns
-        data = data.decode("utf-8", errors="replace").encode("utf-8")
     table = _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
         table = _arrow_json(data[: data.rfind(b"\n") + 1])
-    if table is not None:
+    if table is None:
+        return rows_to_columns(jsonl_rows(data, first_line))
+    try:
         return _numeric_arrow_columns(table)
-    return rows_to_columns(jsonl_rows(data, first_line))
+    except UnicodeDecodeError:  # pyarrow keeps invalid UTF-8 in text values as it found it
+        return jsonl_columns(data.decode("utf-8", errors="replace").encode("utf-8"), first_line)
 
 
 def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, Column]:
@@ -113,7 +112,7 @@ def _arrow_json(data: bytes):
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if not data.strip():
+    if not data or data.isspace():
         return None
     try:
         return pj.read_json(
@@ -174,7 +173,7 @@ def csv_columns(path: Path) -> dict[str, Column]:
     import pyarrow.csv as pc
 
     data = path.read_bytes()
-    if not data.strip():
+    if not data or data.isspace():
         raise ReaderError("empty file")
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not CSV")

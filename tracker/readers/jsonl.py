@@ -37,7 +37,7 @@ def sniff(path: Path) -> float:
 
 def read(path: Path) -> RunLog:
     data = path.read_bytes()
-    if not data.strip():
+    if not data or data.isspace():
         raise ReaderError("empty file")
     return add_table(RunLog(format="jsonl", name=file_run_name(path)), jsonl_columns(data))
 
