@@ -31,8 +31,12 @@ def token_dataset(n: int, seq: int = 16, vocab: int = 64, seed: int = 0):
 
 
 def train_hf(out_dir: Path, steps: int = 24, eval_steps: int = 8, save_steps: int = 8,
-             lr: float = 5e-3, callbacks: list | None = None, **args) -> Path:
-    """Train a tiny GPT-2 with the HF Trainer (eval, checkpoints, best model); returns out_dir."""
+             lr: float = 5e-3, callbacks: list | None = None, resume: Path | None = None,
+             **args) -> Path:
+    """Train a tiny GPT-2 with the HF Trainer (eval, checkpoints, best model); returns out_dir.
+
+    ``resume`` continues from that checkpoint folder, as ``trainer.train(resume_from_checkpoint=)``.
+    """
     import torch
     from transformers import GPT2LMHeadModel, Trainer, TrainingArguments
 
@@ -49,7 +53,7 @@ def train_hf(out_dir: Path, steps: int = 24, eval_steps: int = 8, save_steps: in
     trainer = Trainer(model=model, args=TrainingArguments(**options),
                       train_dataset=token_dataset(64), eval_dataset=token_dataset(16, seed=1),
                       callbacks=callbacks)
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     trainer.save_state()
     trainer.save_metrics("train", trainer.state.log_history[-1])
     return out_dir
