@@ -136,13 +136,14 @@ def dcp(folder: Path) -> Checkpoint:
     """A torch.distributed.checkpoint folder (torchtitan ``step-N/``): keys from ``.metadata``."""
     ckpt = new(folder, "torchtitan" if folder.name.startswith("step-") else "dcp")
     ckpt.step = step_from_name(folder.name)
-    meta = inspect_file(folder / ".metadata")
     files = [inspect_file(p, deep=False) for p in walk_files(folder) if p.name != ".metadata"]
-    add_files(ckpt, [meta, *files])
     if not (folder / ".metadata").is_file():
+        add_files(ckpt, files)
         ckpt.warnings.append(".metadata missing: the save did not finish")
         ckpt.has = dict.fromkeys(ckpt.has, False)
         return ckpt
+    meta = inspect_file(folder / ".metadata")
+    add_files(ckpt, [meta, *files])
     keys = list(attrs(attrs(meta.value).get("state_dict_metadata")))
     if keys:
         ckpt.has.update(_dcp_parts(keys))
