@@ -26,6 +26,7 @@ STEP_COLUMNS = (
 WALL_COLUMNS = ("wall_time", "_timestamp", "timestamp", "wall time", "time")
 # CSV cells that mean "no value". Not "nan"/"inf": a log that wrote those meant them.
 NULL_CELLS = ["", "NA", "N/A", "null", "NULL", "None"]
+NO_STEP = "no step column (step, iteration, ...): the row number is used as the step"
 
 
 @dataclass
@@ -261,7 +262,7 @@ def add_table(run: RunLog, columns: dict[str, Column], step: str | None = None) 
     wall = None if wall_name is None else _epoch_seconds(columns[wall_name])
     if step_name is None:
         n = len(next(iter(columns.values())).values)
-        run.warnings.append("no step column (step, iteration, ...): the row number is used as the step")
+        run.warnings.append(NO_STEP)
         return add_columns(run, metrics, Column(np.arange(n, dtype=np.float64), np.ones(n, bool)),
                            wall_time=wall)
     raw = columns[step_name]

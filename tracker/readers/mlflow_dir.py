@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from core.runlog import RunLog
 from core.hf_config import shape_fields as arch_fields
+from core.runlog import RunEvent, RunLog
 from core.train_args import shape_fields as args_fields
 from tracker.readers._common import ReaderError, head_text, load_yaml
 from tracker.readers._system import Samples, add_samples
@@ -50,10 +50,15 @@ def read(path: Path) -> RunLog:
         raise ReaderError(f"{META}: not a run description")
     params = _values(path / "params")
     tags = _values(path / "tags")
-    run = RunLog(format="mlflow", name=_name(path, meta, tags), started=_time(meta.get("start_time")))
+    run = RunLog(format="mlflow", name=_name(path, meta, tags),
+                 started=_time(meta.get("start_time")))
     run.sources = [path / META, *_files(path / "params"), *_files(path / "tags")]
     _add_metrics(run, path / "metrics")
     run.config = {**params, "mlflow": _facts(path, meta, tags)}
+    status = run.config["mlflow"]["status"]
+    if status in ("FAILED", "KILLED"):
+        run.events.append(RunEvent("exit", None, f"MLflow marked the run {status}",
+                                   {"status": status}))
     values = {k.lower(): _typed(v) for k, v in params.items()}  # constants: BATCH_SIZE
     run.shape.update({**arch_fields(values), **args_fields(values)}, "MLflow params")
     if not run.series and not params:
@@ -76,7 +81,8 @@ def _add_metrics(run: RunLog, folder: Path) -> None:
         trained = [s for s in run.series.values() if s.wall_time is not None]
         ref = None
         if trained:
-            ref = (np.concatenate([s.wall_time for s in trained]), np.concatenate([s.steps for s in trained]))
+            ref = (np.concatenate([s.wall_time for s in trained]),
+                   np.concatenate([s.steps for s in trained]))
         add_samples(run, _samples(system), ref)
 
 
@@ -102,7 +108,8 @@ def _metric_file(file: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndar
         if not data.strip():
             raise ReaderError(f"metrics/{name}: empty metric file") from None
         reason = str(err).splitlines()[0].removeprefix("CSV parse error: ")[:120]
-        raise ReaderError(f"metrics/{name}: expected 'timestamp value step' lines ({reason})") from None
+        raise ReaderError(
+            f"metrics/{name}: expected 'timestamp value step' lines ({reason})") from None
     wall = table.column("timestamp").to_numpy() / 1000.0
     steps = table.column("step").to_numpy() if fields == 3 else np.zeros(len(wall), dtype=np.int64)
     return wall, table.column("value").to_numpy(), steps

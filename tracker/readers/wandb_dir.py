@@ -1,4 +1,4 @@
-"""Weights & Biases run folders: ``run-*/``, ``offline-run-*/``, ``latest-run/`` or their ``files/``.
+"""Weights & Biases run folders: ``run-*/``, ``offline-run-*/``, ``latest-run/``, their ``files/``.
 
 A folder is one run, put together from what each file states:
 
@@ -25,16 +25,27 @@ from typing import Any
 
 import numpy as np
 
+from core.hf_config import shape_fields as arch_fields
 from core.metrics import GIB
 from core.runlog import RunEvent, RunLog
-from core.hf_config import shape_fields as arch_fields
 from core.train_args import shape_fields as args_fields
 from tracker.readers._common import ReaderError, head, load_json, load_yaml, number
 from tracker.readers._system import Samples, add_samples
 from tracker.readers._tabular import (
-    Column, add_table, carried, jsonl_columns, rows_to_columns, wall_column,
+    Column,
+    add_table,
+    carried,
+    jsonl_columns,
+    rows_to_columns,
+    wall_column,
 )
-from tracker.readers._wandb_log import INSTALL_HINT, WandbLog, flat_numbers, is_wandb_log, read_log
+from tracker.readers._wandb_log import (
+    INSTALL_HINT,
+    WandbLog,
+    flat_numbers,
+    is_wandb_log,
+    read_log,
+)
 
 RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-(?P<id>[a-z0-9]+)$")
 HISTORY, SUMMARY, CONFIG, METADATA, OUTPUT = (
@@ -47,6 +58,7 @@ STEP_KEYS = ("train/global_step", "trainer/global_step", "global_step", "step", 
 _DEVICE_BYTES = re.compile(r"^gpu\.(\d+)\.memoryAllocatedBytes$")
 _DEVICE_PERCENT = re.compile(r"^gpu\.(\d+)\.memoryAllocated$")
 _PER_CORE = re.compile(r"^cpu\.\d+\.cpu_percent$")  # one series per CPU core: noise, left out
+Reference = tuple[np.ndarray, np.ndarray]  # (wall times, steps) of the history rows
 
 
 @dataclass
@@ -84,7 +96,8 @@ def locate(path: Path) -> RunFiles:
     if path.is_file():
         kind = {HISTORY: "history", SUMMARY: "summary", METADATA: "metadata"}.get(path.name, "log")
         return RunFiles(path.parent, **{kind: path})
-    root = path.parent if path.name == "files" and RUN_DIR.match(path.parent.name) else path
+    in_run = RUN_DIR.match(path.parent.name) or path.parent.name == "latest-run"
+    root = path.parent if path.name == "files" and in_run else path
     files_dir = root / "files" if (root / "files").is_dir() else root
     logs = sorted(root.glob("*.wandb"))
     return RunFiles(
@@ -104,12 +117,19 @@ def read(path: Path) -> RunLog:
         raise ReaderError("no W&B run files here (wandb-summary.json, config.yaml, run-*.wandb)")
     run = RunLog(format="wandb", name="", sources=files.found())
     log = _transaction_log(files, run)
-    config = _config(files, log)
+    config, telemetry = _config(files, log)
     meta = {**log.environment, **(_json(files.metadata) or {})}
     ref = _add_history(run, files, log)
     _add_system(run, log, meta, ref)
     run.summary.update(_summary(files, log))
-    _describe(run, files, log, config, meta)
+    _identify(run, files, log, config)
+    run.started = _started(log.run, meta, telemetry)
+    _add_shape(run, files, config, meta, telemetry)
+    run.config.update(config)
+    run.config["wandb"] = _facts(log.run, meta, log.exit_code)
+    if log.exit_code:
+        run.events.append(RunEvent("exit", None, f"process exited with code {log.exit_code}",
+                                   {"exit_code": log.exit_code}))
     _merge_console(run, files.output)
     if not run.series and not run.summary:
         raise ReaderError("the W&B run holds no metrics (no history and no summary)")
@@ -131,18 +151,22 @@ def _transaction_log(files: RunFiles, run: RunLog) -> WandbLog:
     return log
 
 
-def _config(files: RunFiles, log: WandbLog) -> dict[str, Any]:
-    """Config values, from config.yaml (``{desc, value}`` or ``{value}`` entries) over the log's."""
+def _config(files: RunFiles, log: WandbLog) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's config and W&B's own ``_wandb`` telemetry entry.
+
+    config.yaml (``{desc, value}`` or ``{value}`` entries) wins over the log's copy.
+    """
     config = dict(log.config)
     data = load_yaml(files.config) if files.config else None
     if isinstance(data, dict):
         for key, entry in data.items():
             if isinstance(entry, dict) and "value" in entry:
                 config[str(key)] = entry["value"]
-    return config
+    telemetry = config.pop("_wandb", None)
+    return config, telemetry if isinstance(telemetry, dict) else {}
 
 
-def _add_history(run: RunLog, files: RunFiles, log: WandbLog) -> tuple[np.ndarray, np.ndarray] | None:
+def _add_history(run: RunLog, files: RunFiles, log: WandbLog) -> Reference | None:
     """History rows as series; returns their (wall times, steps) for the system metrics."""
     if log.history:
         columns = rows_to_columns(log.history)
@@ -160,7 +184,7 @@ def _add_history(run: RunLog, files: RunFiles, log: WandbLog) -> tuple[np.ndarra
     return _reference(columns, step)
 
 
-def _reference(columns: dict[str, Column], step: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _reference(columns: dict[str, Column], step: str) -> Reference | None:
     """(wall times, steps) of the history rows, to place clock-sampled metrics on steps."""
     wall_name = wall_column(columns, exclude=step)
     if wall_name is None:
@@ -170,8 +194,8 @@ def _reference(columns: dict[str, Column], step: str) -> tuple[np.ndarray, np.nd
     return wall.values[keep], steps.values[keep]
 
 
-def _add_system(run: RunLog, log: WandbLog, meta: dict[str, Any], ref) -> None:
-    """System metrics under ``system/``; per-GPU memory (bytes, or % of total) as ``mem_used_gib``."""
+def _add_system(run: RunLog, log: WandbLog, meta: dict[str, Any], ref: Reference | None) -> None:
+    """System metrics as ``system/<key>``; GPU memory (bytes, or % of total) as mem_used_gib."""
     if not log.stats:
         return
     samples = Samples.from_rows(log.stats)
@@ -196,25 +220,21 @@ def _summary(files: RunFiles, log: WandbLog) -> dict[str, float]:
     return {k: v for k, v in flat_numbers(data).items() if not k.startswith("_wandb")}
 
 
-def _describe(run: RunLog, files: RunFiles, log: WandbLog, config: dict, meta: dict) -> None:
-    """Name, start time, shape and config of the run."""
-    info = log.run
-    run_id = info.get("run_id") or _folder_id(files.root)
+def _identify(run: RunLog, files: RunFiles, log: WandbLog, config: dict[str, Any]) -> None:
+    """Key by W&B's run id (``latest-run`` moves on); name as W&B shows it."""
+    run_id = log.run.get("run_id") or _folder_id(files.root)
     run.key = run_id or ""
-    run.name = (info.get("display_name") or _text(config.get("wandb_run_name"))
+    run.name = (log.run.get("display_name") or _text(config.get("wandb_run_name"))
                 or _text(config.get("run_name")) or run_id or _folder_name(files.root))
-    run.started = _started(info, meta, config)
+
+
+def _add_shape(run: RunLog, files: RunFiles, config: dict[str, Any], meta: dict[str, Any],
+               telemetry: dict[str, Any]) -> None:
+    """HF arguments and model config logged as W&B config, GPUs from the metadata."""
     source = files.config.name if files.config else (files.log.name if files.log else "config")
-    values = {k: v for k, v in config.items() if k != "_wandb"}
-    run.shape.update({**arch_fields(values), **args_fields(values)}, source, overwrite=False)
+    run.shape.update({**arch_fields(config), **args_fields(config)}, source, overwrite=False)
     _add_gpus(run, meta, files.metadata.name if files.metadata else "W&B environment")
-    framework = (config.get("_wandb") or {}).get("framework") if isinstance(config.get("_wandb"), dict) else None
-    run.shape.set("framework", _text(framework), "W&B telemetry", overwrite=False)
-    run.config.update({k: v for k, v in config.items() if k != "_wandb"})
-    run.config["wandb"] = _facts(info, meta, log.exit_code)
-    if log.exit_code:
-        run.events.append(RunEvent("exit", None, f"process exited with code {log.exit_code}",
-                                   {"exit_code": log.exit_code}))
+    run.shape.set("framework", _text(telemetry.get("framework")), "W&B telemetry", overwrite=False)
 
 
 def _add_gpus(run: RunLog, meta: dict[str, Any], source: str) -> None:
@@ -223,7 +243,8 @@ def _add_gpus(run: RunLog, meta: dict[str, Any], source: str) -> None:
     count = number(meta.get("gpu_count") or meta.get("gpuCount")) or len(gpus) or None
     total = number(gpus[0].get("memory_total") or gpus[0].get("memoryTotal")) if gpus else None
     run.shape.set("gpu_model", model, source)
-    run.shape.set("n_gpus", int(count) if count else None, f"{source} (GPUs on the host)", overwrite=False)
+    run.shape.set("n_gpus", int(count) if count else None, f"{source} (GPUs on the host)",
+                  overwrite=False)
     run.shape.set("gpu_mem_gib", round(total / GIB, 2) if total else None, source)
 
 
@@ -235,7 +256,7 @@ def _gpus(meta: dict[str, Any]) -> list[dict[str, Any]]:
 def _facts(info: dict[str, Any], meta: dict[str, Any], exit_code: int | None) -> dict[str, Any]:
     """What W&B knows about the run beyond its metrics, kept in the run's config."""
     facts = {k: v for k, v in info.items() if v not in (None, "", []) and k != "start_time"}
-    for key in ("host", "program", "args", "python", "os", "git", "cuda", "cudaVersion", "username"):
+    for key in ("host", "program", "args", "python", "os", "git", "cudaVersion", "username"):
         if meta.get(key) not in (None, "", []):
             facts.setdefault(key, meta[key])
     if exit_code is not None:
@@ -243,7 +264,9 @@ def _facts(info: dict[str, Any], meta: dict[str, Any], exit_code: int | None) ->
     return facts
 
 
-def _started(info: dict[str, Any], meta: dict[str, Any], config: dict[str, Any]) -> datetime | None:
+def _started(info: dict[str, Any], meta: dict[str, Any], telemetry: dict[str, Any],
+             ) -> datetime | None:
+    """From the run record, else the metadata's startedAt, else the telemetry's start_time."""
     if info.get("start_time"):
         return datetime.fromtimestamp(info["start_time"], UTC)
     text = meta.get("startedAt")
@@ -254,7 +277,7 @@ def _started(info: dict[str, Any], meta: dict[str, Any], config: dict[str, Any])
             when = None
         if when is not None:
             return when if when.tzinfo else when.replace(tzinfo=UTC)  # W&B writes UTC
-    stamp = number((config.get("_wandb") or {}).get("start_time")) if isinstance(config.get("_wandb"), dict) else None
+    stamp = number(telemetry.get("start_time"))
     return datetime.fromtimestamp(stamp, UTC) if stamp else None
 
 

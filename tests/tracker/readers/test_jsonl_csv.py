@@ -10,6 +10,7 @@ import pytest
 
 from tracker.ingest import ingest
 from tracker.readers import best_reader, csv_table, jsonl
+from tracker.readers._tabular import NO_STEP
 
 MS_SWIFT = "jsonl/ms_swift/fyh2001__megatron-sft-recipes__run_mbs1_ga8_gbs32_offload/logging.jsonl"
 LLAMA_FACTORY = "jsonl/syGOAT__Mistral-v0.2-Translator-bf16/trainer_log.jsonl"
@@ -88,12 +89,13 @@ def test_no_step_key_uses_the_row_number_and_says_so(tmp_path):
     assert run.series["loss"].steps.tolist() == [0, 1, 2, 3]
     assert run.series["loss"].wall_time.tolist() == [1.7e9 + i for i in range(4)]
     assert "timestamp" not in run.series
-    assert run.warnings == ["no step column (step, iteration, ...): the row number is used as the step"]
+    assert run.warnings == [NO_STEP]
 
 
 def test_nan_and_infinity_are_kept(store, tmp_path):
     path = tmp_path / "run.jsonl"
-    path.write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "loss": NaN}\n{"step": 3, "loss": Infinity}\n')
+    path.write_text(
+        '{"step": 1, "loss": 2.0}\n{"step": 2, "loss": NaN}\n{"step": 3, "loss": Infinity}\n')
     result = ingest(store, [path]).results[0]
     assert (result.status, result.format) == ("ingested", "jsonl")
     values = store.series(result.run_id, "loss").values
@@ -106,7 +108,8 @@ def test_a_growing_jsonl_appends_only_new_points(store, tmp_path):
     first = ingest(store, [path]).results[0]
     assert first.points == 50  # the half-written line waits for the next ingest
     with open(path, "a") as f:
-        f.write('ss": 0.02}\n' + "".join(json.dumps({"step": s, "loss": 0.01}) + "\n" for s in range(52, 61)))
+        f.write('ss": 0.02}\n')
+        f.writelines(json.dumps({"step": s, "loss": 0.01}) + "\n" for s in range(52, 61))
     grown = ingest(store, [path]).results[0]
     assert (grown.status, grown.run_id, grown.points) == ("updated", first.run_id, 10)
     assert store.series(first.run_id, "loss").steps.tolist() == list(range(1, 61))

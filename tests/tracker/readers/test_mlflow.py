@@ -44,7 +44,8 @@ def test_corpus_params_and_tags_are_kept(corpus):
     log = mlflow_dir.read(corpus / CORPUS_RUN)
     assert log.config["LEARNING_RATE"] == "0.01" and log.config["IMAGE_SIZE"] == "[224, 224, 3]"
     facts = log.config["mlflow"]
-    assert (facts["experiment"], facts["status"], facts["user"]) == ("Default", "RUNNING", "Administrator")
+    assert (facts["experiment"], facts["status"]) == ("Default", "RUNNING")
+    assert facts["user"] == "Administrator"
     assert facts["tags"]["mlflow.source.git.commit"].startswith("adb49741")
     assert log.series["loss"].wall_time[0] == pytest.approx(1664364007.310)
 
@@ -116,3 +117,13 @@ def test_a_malformed_metric_line_names_the_file(store, tmp_path, corpus):
     (folder / "metrics" / "loss").write_text("1664364007310 3.27 0\nnot a metric line at all\n")
     result = ingest(store, [folder]).results[0]
     assert result.status == "error" and result.reason.startswith("metrics/loss:")
+
+
+def test_a_failed_run_says_so(tmp_path, corpus):
+    folder = tmp_path / "0" / "failed"
+    shutil.copytree(corpus / CORPUS_RUN, folder)
+    meta = folder / "meta.yaml"
+    meta.write_text(meta.read_text().replace("status: 1", "status: 4"))
+    log = mlflow_dir.read(folder)
+    assert log.config["mlflow"]["status"] == "FAILED"
+    assert [(e.kind, e.data["status"]) for e in log.events] == [("exit", "FAILED")]

@@ -51,6 +51,15 @@ def test_corpus_nanogpt_run_with_its_transaction_log(store, corpus):
     assert (run.shape.gpu_model, run.shape.n_gpus) == ("NVIDIA GeForce RTX 2080 Ti", 3)
     assert (run.shape.micro_batch, run.shape.seq_len, run.shape.n_layers) == (64, 256, 6)
     assert run.shape.sources["micro_batch"] == "config.yaml"
+    # output.log is the console readers' file; what only it shows joins the run.
+    if best_reader(corpus / WANDB / NANOGPT / "files" / "output.log") is not None:
+        assert "step_time_s" in run.series
+
+
+def test_files_folder_given_alone_reads_its_run(corpus):
+    pytest.importorskip("wandb")
+    log = wandb_dir.read(corpus / WANDB / NANOGPT / "files")
+    assert log.name == "mini-gpt" and "mem_used_gib" in log.series  # the .wandb beside files/
 
 
 def test_corpus_alpaca_run_is_summary_config_and_metadata(store, corpus):
