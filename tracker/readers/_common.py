@@ -13,7 +13,12 @@ HEAD_BYTES = 64 * 1024
 GENERIC_STEMS = {
     "metrics", "log", "logs", "train", "training", "history", "results", "progress", "output",
     "scalars", "stats", "data",
+    # console captures and trainer logs
+    "stdout", "stderr", "out", "console", "main", "nohup", "trainer_log", "running_log", "logging",
+    "gpu_metrics",
 }
+# Folders that say nothing either: W&B keeps a run's console in <run folder>/files/output.log.
+GENERIC_FOLDERS = {"files"}
 
 
 class ReaderError(Exception):
@@ -23,7 +28,10 @@ class ReaderError(Exception):
 def file_run_name(path: Path) -> str:
     """A run name for a lone log file: its stem, with its folder when the stem is generic."""
     if path.stem.lower() in GENERIC_STEMS and path.parent.name:
-        return f"{path.parent.name}/{path.stem}"
+        folder = path.parent
+        if folder.name in GENERIC_FOLDERS and folder.parent.name:
+            folder = folder.parent
+        return f"{folder.name}/{path.stem}"
     return path.stem
 
 
