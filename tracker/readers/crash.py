@@ -55,6 +55,8 @@ _OOM_OTHER = re.compile(
     r"|\b(?:CUDA|HIP|XPU|NPU|MUSA|MPS)(?: backend)? out of memory"
 )
 _OOM_DONE = ("reserved by PyTorch", "reserved in total by PyTorch", "max allowed:")
+# Cheap tests before the regexes: a line without any of these holds no OOM.
+_OOM_WORDS = ("emory", "OutOfMemory", "ALLOC_FAILED", "oom", "OOM", "exitcode")
 _HOST_OOM = re.compile(
     r"Out of memory: Killed process|oom[-_]kill(?:ed)? |\boom_kill event|exitcode\s*:\s*-9\b"
     r"|OOM Killer|killed by the OOM killer", re.IGNORECASE
@@ -100,7 +102,7 @@ class CrashScanner:
         return [self._release()] if self._held else []
 
     def _scan(self, line: str) -> list[RunEvent]:
-        if "emory" in line or "OutOfMemory" in line or "ALLOC_FAILED" in line:
+        if any(word in line for word in _OOM_WORDS):
             event = self._oom(line)
             if event is not None or self._held:
                 self._in_traceback = False
@@ -118,8 +120,8 @@ class CrashScanner:
             return RunEvent("exception", None, _trim(line), {"type": "HostOutOfMemory"})
         if not _OOM_OTHER.search(line):
             return None
-        if "Tried to allocate" in line and not _oom_done(line):
-            self._held = [line.strip()]
+        if not _oom_done(line) and ("Tried to allocate" in line or line.rstrip().endswith("out of memory.")):
+            self._held = [line.strip()]  # the sizes follow, on this line's continuation
             return None
         return oom_event(line)
 
@@ -152,9 +154,9 @@ def oom_event(text: str) -> RunEvent:
         if match is not None:
             value, unit = next((v, u) for v, u in zip(match.groups()[::2], match.groups()[1::2],
                                                       strict=True) if v)
-            data[name] = round(to_gib(float(value), "b" if unit == "bytes" else unit), 4)
+            data[name] = to_gib(float(value), "b" if unit == "bytes" else unit)
     if "unallocated" in data:
-        data["reserved_gib"] = round(data.get("allocated_gib", 0.0) + data.pop("unallocated"), 4)
+        data["reserved_gib"] = data.get("allocated_gib", 0.0) + data.pop("unallocated")
     gpu = _OOM_GPU.search(text)
     if gpu is not None:
         data["gpu"] = int(gpu.group(1))
@@ -163,7 +165,7 @@ def oom_event(text: str) -> RunEvent:
     mps = _MPS.search(text)
     if mps is not None:
         sizes = [float(v) * _binary(u) for v, u in zip(mps.groups()[::2], mps.groups()[1::2], strict=True)]
-        data.update(allocated_gib=round(sizes[0], 4), capacity_gib=round(sizes[2], 4))
+        data.update(allocated_gib=sizes[0], capacity_gib=sizes[2])
     return RunEvent("oom", None, _trim(text), data)
 
 

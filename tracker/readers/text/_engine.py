@@ -110,7 +110,7 @@ class _Pass:
 
     def __init__(self, dialect: Dialect, ctx: Context) -> None:
         self.rules = dialect.rules
-        self.wrappable = tuple(rule.needle for rule in dialect.rules if rule.done is not None)
+        self.wrappable = tuple(rule for rule in dialect.rules if rule.done is not None)
         self.ctx = ctx
         self.crash = CrashScanner()
         self.owners: dict[int, str | None] = {}
@@ -140,7 +140,8 @@ class _Pass:
         start = line.text.lstrip()[:9]
         return (line.label == held.label and line.stamp is None
                 and not start.startswith(("[", "Traceback"))
-                and not any(needle in line.text for needle in self.wrappable))
+                and not any(rule.needle in line.text and rule.pattern.search(line.text)
+                            for rule in self.wrappable))
 
     def _handle(self, line: Line, final: bool) -> bool:
         """Apply the first rule that takes the line; True when it looks wrapped and needs the next."""

@@ -104,8 +104,10 @@ def _step(row, ctx: Context, bar_after: int | None) -> int:
         step = bar
     elif epoch is not None and per_epoch:
         step = round(epoch * per_epoch)
+    elif row.kind == "train":  # DeepSpeed's own lines may have logged this step already
+        step = last if last > state.get("last_train", 0) else last + 1
     else:
-        step = last + (row.kind == "train")
+        step = last
     return max(step, last)
 
 
@@ -235,8 +237,9 @@ DIALECT = Dialect(
     framework="transformers",
     rules=RULES,
     signatures=(
-        (re.compile(r"\{'(?:loss|eval_loss|train_runtime)': '?[-\d.]"), 0.85),
-        (re.compile(r"\{'(?:learning_rate|grad_norm|epoch)': '?[-\d.].*'loss'"), 0.8),
+        # Above DeepSpeed's progress lines: an HF run with DeepSpeed logs its rows here.
+        (re.compile(r"\{'(?:loss|eval_loss|train_runtime)': '?[-\d.]"), 0.92),
+        (re.compile(r"\{'(?:learning_rate|grad_norm|epoch)': '?[-\d.].*'loss'"), 0.91),
         (re.compile(r"\*{5} Running training \*{5}"), 0.6),
     ),
     finish=_finish,

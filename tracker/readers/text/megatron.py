@@ -88,13 +88,11 @@ def _fields(text: str) -> dict[str, float]:
 
 
 def _validation(match: re.Match[str], ctx: Context) -> None:
-    metrics = {}
-    for key, value in _fields(match["rest"]).items():
-        base = key.removesuffix(" value")
-        metrics["eval_loss" if base == "lm loss" else f"eval/{base}"] = value
+    fields = {key.removesuffix(" value"): value for key, value in _fields(match["rest"]).items()}
     if match["split"] and match["split"] != "val":  # the final test-set figures
-        ctx.run.summary.update({f"{match['split']}/{k.removeprefix('eval/')}": v for k, v in metrics.items()})
+        ctx.run.summary.update({f"{match['split']}/{key}": value for key, value in fields.items()})
         return
+    metrics = {"eval_loss" if key == "lm loss" else f"eval/{key}": value for key, value in fields.items()}
     step = int(match["step"]) if match["step"] else None
     ctx.runs.point(step, metrics, ctx.wall())
 
