@@ -19,23 +19,12 @@ from typing import IO, Any
 # A pickle with more opcodes than this is not a checkpoint's metadata; stop reading.
 MAX_OPS = 5_000_000
 
-# Functions that only rebuild data: what ``torch.load(weights_only=True)`` also accepts.
-DATA_BUILDERS = (
-    "collections.OrderedDict", "collections.defaultdict", "_codecs.encode", "torch.Size",
-    "torch.device", "torch.serialization._get_layout", "builtins.set", "builtins.frozenset",
-    "builtins.slice", "builtins.complex", "builtins.bytearray", "builtins.range",
-    "numpy.ndarray", "numpy.dtype", "numpy.core.multiarray._reconstruct",
-    "numpy._core.multiarray._reconstruct", "numpy.core.multiarray.scalar",
-    "numpy._core.multiarray.scalar",
-)
-DATA_PREFIXES = ("torch._utils._rebuild_", "torch._tensor._rebuild_", "numpy.dtypes.",
-                 "numpy.random._pickle.", "torch.storage.")
 # Callables that run commands, open files, import or evaluate code when a pickle is loaded.
 DANGEROUS_MODULES = {
     "os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "runpy", "importlib", "pickle",
     "_pickle", "cPickle", "marshal", "ctypes", "code", "codeop", "pty", "webbrowser", "urllib",
     "http", "requests", "asyncio", "multiprocessing", "signal", "tempfile", "io",
-    "types", "operator", "functools", "commands", "pip", "setuptools", "torch._dynamo",
+    "types", "operator", "functools", "commands", "pip", "setuptools",
 }
 DANGEROUS_BUILTINS = {
     "eval", "exec", "compile", "open", "__import__", "getattr", "setattr", "delattr", "globals",
@@ -107,23 +96,10 @@ class Scan:
         """Globals that would run commands or code if the file were loaded normally."""
         return sorted(g.qualname for g in self.globals if is_dangerous(g))
 
-    @property
-    def classes(self) -> list[str]:
-        """Globals beyond tensor and container building (library classes, enums)."""
-        return sorted(
-            g.qualname for g in self.globals if not is_data_builder(g) and not is_dangerous(g)
-        )
 
 
 class PickleError(ValueError):
     """Bytes that are not a pickle this scanner can follow."""
-
-
-def is_data_builder(g: Global) -> bool:
-    if g.qualname in DATA_BUILDERS or g.qualname.startswith(DATA_PREFIXES):
-        return True
-    # torch.FloatStorage and friends, and dtypes pickled by name (torch.bfloat16).
-    return g.module == "torch" and (g.name.endswith("Storage") or g.name in _TORCH_DTYPES)
 
 
 def is_dangerous(g: Global) -> bool:
@@ -131,13 +107,6 @@ def is_dangerous(g: Global) -> bool:
         return g.name.split(".")[0] in DANGEROUS_BUILTINS or "." in g.name
     # A dotted name reaches a method through its class (pathlib.Path.write_text).
     return "." in g.name or g.module.split(".")[0] in DANGEROUS_MODULES
-
-
-_TORCH_DTYPES = {
-    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "uint8",
-    "int16", "short", "int32", "int", "int64", "long", "bool", "complex64", "complex128",
-    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-}
 
 
 def scan(source: bytes | IO[bytes]) -> Scan:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tracker.checkpoints.inspect import UNKNOWN, inspect_file
-from tracker.checkpoints.pickles import Call, Tensor, scan
+from tracker.checkpoints.pickles import Call, Global, Tensor, scan
 
 
 class Planted:
@@ -106,7 +106,7 @@ def test_scan_records_calls_it_does_not_make():
     found = scan(pickle.dumps({"when": __import__("datetime").date(2026, 1, 2)}))
     assert isinstance(found.value["when"], Call)
     assert found.value["when"].name == "datetime.date"
-    assert found.classes == ["datetime.date"] and found.dangerous == []
+    assert found.globals == {Global("datetime", "date")} and found.dangerous == []
 
 
 @pytest.mark.parametrize("data, message", [
