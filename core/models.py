@@ -25,7 +25,7 @@ GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_mo
          "gemma2", "gemma3", "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "olmo2",
          "granite", "cohere", "starcoder2_gated")
 LAYER_NORM = ("gpt2", "opt", "bert", "roberta", "whisper", "falcon", "bart", "gpt_neox", "phi",
-              "gptj", "bloom", "starcoder2")
+              "gptj", "bloom", "starcoder2", "gpt_bigcode")
 LEARNED_POSITIONS = ("gpt2", "opt", "bert", "roberta", "whisper", "bart", "gpt_neo")
 FOUR_NORMS = ("gemma2", "gemma3", "gemma3_text")  # pre- and post-norms around both sublayers
 ENCODER_ONLY = ("bert", "roberta")
@@ -195,9 +195,10 @@ def _layers(cfg: dict, stated: int) -> tuple[int, int]:
 
 
 def _kv_heads(cfg: dict, stated: int, heads: int) -> int:
+    """Multi-query attention (Falcon-7B, StarCoder) keeps one KV head."""
     if cfg.get("model_type") == "falcon" and not cfg.get("new_decoder_architecture"):
         return 1 if cfg.get("multi_query", True) else heads
-    return int(stated)
+    return 1 if cfg.get("multi_query") is True else int(stated)
 
 
 def _intermediate(cfg: dict, fields: dict, hidden: int) -> int:
@@ -221,6 +222,9 @@ def _dropout(cfg: dict) -> bool:
 
 
 def _single_norm(cfg: dict, mtype: str) -> bool:
+    """Parallel attention and MLP behind one norm (Falcon-7B, Phi-1/1.5/2)."""
+    if mtype == "phi":
+        return True
     return mtype == "falcon" and not cfg.get("new_decoder_architecture") and cfg.get(
         "parallel_attn", True)
 

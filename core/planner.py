@@ -21,6 +21,7 @@ MARGIN = 0.15  # the seed article: keep 15-20 % of the card free
 DEFAULT_MFU = 0.40
 TP_SIZES = (1, 2, 4, 8)
 PP_SIZES = (1, 2, 4, 8, 16)
+GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 MAX_MICRO_BATCH = 4096
 PCIE_TP_SLOWDOWN = 0.5  # TP all-reduces every layer; over PCIe they dominate
 OFFLOAD_SLOWDOWN = 0.6
@@ -104,46 +105,49 @@ def plan(spec: ModelSpec, setup: Setup, gpus: Iterable[GPU], max_gpus: int = 8,
     kept: the lowest ZeRO stage with the fewest knobs turned.
     """
     rate = mfu or (lambda gpu: DEFAULT_MFU)
+    gpus = list(gpus)
     best: dict[tuple, tuple] = {}
-    for gpu in gpus:
-        for candidate, warnings in _layouts(spec, setup, gpu, max_gpus):
-            chosen = _cheapest_knobs(spec, candidate, gpu, predict, margin)
-            if chosen is None:
-                continue
-            knobbed, device, rung = chosen
-            lay = knobbed.layout
-            key = (gpu.name, lay.n_gpus, lay.tp, lay.pp)
-            cost = (knobbed.method != setup.method, rung, lay.zero)
-            if key not in best or cost < best[key][0]:
-                speed = throughput(spec, knobbed, gpu, rate(gpu))
-                best[key] = (cost, gpu, knobbed, device, speed, warnings)
+    for n in (c for c in GPU_COUNTS if c <= max_gpus):
+        if sum(1 for v in best.values() if not v[0][0]) >= limit:
+            break  # enough plans keep the method on fewer GPUs; more GPUs cannot rank higher
+        for gpu in gpus:
+            for candidate, warnings in _layouts(spec, setup, gpu, n):
+                lay = candidate.layout
+                key = (gpu.name, n, lay.tp, lay.pp)
+                if key in best and best[key][0][:2] == (False, 0):
+                    continue  # fits as asked at a lower ZeRO stage: nothing here beats it
+                chosen = _cheapest_knobs(spec, candidate, gpu, predict, margin)
+                if chosen is None:
+                    continue
+                knobbed, device, rung = chosen
+                cost = (knobbed.method != setup.method, rung, knobbed.layout.zero)
+                if key not in best or cost < best[key][0]:
+                    speed = throughput(spec, knobbed, gpu, rate(gpu))
+                    best[key] = (cost, gpu, knobbed, device, speed, warnings)
     ranked = sorted(best.values(), key=lambda v: (v[0][0], v[2].layout.n_gpus, -v[4]))
     return [_plan(spec, knobbed, gpu, device, speed, predict, margin,
                   _describe_changes(setup, knobbed), warnings)
             for _, gpu, knobbed, device, speed, warnings in ranked[:limit]]
 
 
-def _layouts(spec: ModelSpec, setup: Setup, gpu: GPU, max_gpus: int):
-    """Layouts in the article's order: DP, DP with ZeRO, TP in a node, PP across nodes."""
-    counts = [n for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if n <= max_gpus]
-    for n in counts:
-        for tp in TP_SIZES:
-            for pp in PP_SIZES:
-                if n % (tp * pp) or tp > gpu.gpus_per_node or pp > spec.n_layers:
-                    continue
-                if spec.n_heads % tp or (not spec.mla and spec.n_kv_heads % tp
-                                         and tp % spec.n_kv_heads):
-                    continue
-                dp = n // (tp * pp)
-                stages = (0, 1, 2, 3) if dp > 1 and setup.training else (0,)
-                for zero in stages:
-                    candidate = setup.but(
-                        n_gpus=n, tp=tp, pp=pp, zero=zero, fsdp=None, sequence_parallel=tp > 1,
-                        pp_schedule="1f1b", virtual_stages=1, offload_optimizer=False,
-                        offload_params=False, gpus_per_node=gpu.gpus_per_node,
-                        grad_accum=max(setup.grad_accum, pp),
-                    )
-                    yield candidate, _layout_warnings(candidate, gpu)
+def _layouts(spec: ModelSpec, setup: Setup, gpu: GPU, n: int):
+    """Layouts of ``n`` GPUs in the article's order: DP, ZeRO, TP in a node, PP across nodes."""
+    for tp in TP_SIZES:
+        for pp in PP_SIZES:
+            if n % (tp * pp) or tp > gpu.gpus_per_node or pp > spec.n_layers:
+                continue
+            if spec.n_heads % tp or (not spec.mla and spec.n_kv_heads % tp
+                                     and tp % spec.n_kv_heads):
+                continue
+            dp = n // (tp * pp)
+            for zero in (0, 1, 2, 3) if dp > 1 and setup.training else (0,):
+                candidate = setup.but(
+                    n_gpus=n, tp=tp, pp=pp, zero=zero, fsdp=None, sequence_parallel=tp > 1,
+                    pp_schedule="1f1b", virtual_stages=1, offload_optimizer=False,
+                    offload_params=False, gpus_per_node=gpu.gpus_per_node,
+                    grad_accum=max(setup.grad_accum, pp),
+                )
+                yield candidate, _layout_warnings(candidate, gpu)
 
 
 def _layout_warnings(setup: Setup, gpu: GPU) -> tuple[str, ...]:

@@ -108,7 +108,8 @@ def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
 def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: bool) -> float:
     if spec.gated_mlp:  # gate output, activation output, up output; product for down_proj
         return e * width * (3 + down_input_saved)
-    saves = _ACT_SAVES.get(spec.activation, 1)
+    # transformers writes GPT-2's tanh GELU as five ops; other frameworks call a fused one.
+    saves = _ACT_SAVES.get(spec.activation, 1) if setup.framework == "hf" else 1
     return e * width * (saves + down_input_saved)
 
 

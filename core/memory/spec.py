@@ -210,8 +210,16 @@ class ModelSpec:
         """Exact LoRA trainable count: rank x (d_in + d_out) for every adapted matrix."""
         return sum(rank * (m.d_in + m.d_out) * m.count for m in self.lora_matrices(targets))
 
-    def lora_matrices(self, targets: str) -> list[Matrix]:
-        return [m for m in self.matrices if _adapted(m.name, targets)]
+    def lora_matrices(self, targets: str) -> tuple[Matrix, ...]:
+        found = self._lora_cache.get(targets)
+        if found is None:
+            found = self._lora_cache[targets] = tuple(
+                m for m in self.matrices if _adapted(m.name, targets))
+        return found
+
+    @cached_property
+    def _lora_cache(self) -> dict[str, tuple[Matrix, ...]]:
+        return {}
 
     def describe(self) -> str:
         moe = f", {self.n_experts} experts ({self.n_active_experts} active)" if self.is_moe else ""
