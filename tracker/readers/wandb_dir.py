@@ -83,6 +83,8 @@ def sniff(path: Path) -> float:
         if not (files.log or any(getattr(files, n) for n in ("history", "summary", "metadata"))):
             return 0.0
         named = RUN_DIR.match(path.name) or path.name in ("latest-run", "files")
+        if not named and len(list(path.glob("*.wandb"))) > 1:
+            return 0.0  # a folder of collected logs: each file is its own run
         return 0.95 if named else 0.85
     if path.name in MARKERS:
         return 0.9

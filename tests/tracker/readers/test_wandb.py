@@ -133,6 +133,17 @@ def test_latest_run_link_is_not_a_second_run(store, offline_run):
 
 
 @pytest.mark.slow
+def test_a_folder_of_collected_logs_is_one_run_per_log(store, tmp_path, corpus, offline_run):
+    folder = tmp_path / "collected"
+    folder.mkdir()
+    shutil.copy(corpus / WANDB / NANOGPT / "run-kt2awly2.wandb", folder)
+    shutil.copy(next(offline_run.glob("*.wandb")), folder)
+    report = ingest(store, [folder])
+    assert sorted(r.run_name for r in report.results) == ["mini-gpt", "tiny-gpt2"]
+    assert {r.status for r in report.results} == {"ingested"}
+
+
+@pytest.mark.slow
 def test_a_torn_transaction_log_is_read_up_to_the_tear(tmp_path, offline_run):
     pytest.importorskip("wandb")
     copy = tmp_path / offline_run.name
