@@ -162,6 +162,11 @@ class Store:
         with self.session() as s:
             self._get(s, run_id).resumed_from = path
 
+    def set_exclude_from_fit(self, run_id: int, exclude: bool = True) -> None:
+        """Keep a run out of the memory-model calibration (or let it back in)."""
+        with self.session() as s:
+            self._get(s, run_id).exclude_from_fit = exclude
+
     def delete_runs(self, run_ids: Iterable[int]) -> int:
         """Remove runs and everything stored for them. The user's files are not touched."""
         ids = list(run_ids)
