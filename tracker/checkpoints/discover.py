@@ -37,7 +37,7 @@ _DEEPSPEED = re.compile(r"^global_step\d+$")
 _MEGATRON = re.compile(r"^iter_\d{7}$")
 _DCP_STEP = re.compile(r"^step[-_]\d+$")
 
-Reader = Callable[[Path], Checkpoint]
+Reader = Callable[[Path], Checkpoint | None]
 
 
 def run_folder(source: Path) -> Path:
@@ -88,8 +88,9 @@ def _walk(folder: Path, depth: int, found: dict[str, Checkpoint], budget: list[i
         path = Path(entry.path)
         reader = layout(path)
         if reader is not None:
-            if str(path) not in found:
-                found[str(path)] = reader(path)
+            ckpt = found.get(str(path)) or reader(path)
+            if ckpt is not None:
+                found[str(path)] = ckpt
         elif (entry.is_dir(follow_symlinks=False) and depth < MAX_DEPTH and budget[0] > 0
               and not entry.name.startswith(".") and entry.name not in SKIP_DIRS):
             _walk(path, depth + 1, found, budget)
@@ -172,7 +173,7 @@ def _add_ref(found: dict[str, Checkpoint], ref: CheckpointRef, base: Path) -> No
     if ckpt is None:
         here = Path(key).exists() and Path(key).is_relative_to(base)  # deeper than the walk
         reader = layout(Path(key)) if here else None
-        ckpt = reader(Path(key)) if reader else _missing(key, ref)
+        ckpt = (reader(Path(key)) if reader else None) or _missing(key, ref)
         found[key] = ckpt
     ckpt.logged = True
     ckpt.metrics.update({k: v for k, v in ref.metrics.items() if isinstance(v, (int, float))})

@@ -38,9 +38,15 @@ def is_checkpoint_file(path: Path) -> bool:
     return path.suffix in SUFFIXES and not path.name.startswith(COMPONENTS)
 
 
-def read(path: Path) -> Checkpoint:
-    """A checkpoint from one file; a symlink to another checkpoint is listed as a link."""
+def read(path: Path) -> Checkpoint | None:
+    """A checkpoint from one file, or None for a file that is no checkpoint at all.
+
+    A ``.bin`` of raw token ids (nanoGPT's ``train.bin``) is neither a pickle,
+    a torch zip nor safetensors. A symlink to another checkpoint is a link.
+    """
     info = inspect_file(path)
+    if info.format == "other":
+        return None
     is_lightning = path.suffix == ".ckpt" and bool(LIGHTNING_KEYS & set(info.keys))
     ckpt = new(path, "lightning" if is_lightning else "torch")
     add_files(ckpt, [info])

@@ -50,8 +50,17 @@ def test_plain_torch_save_dicts(tmp_path, trained):
                 "optimizer_state_dict": optimizer.state_dict(), "iteration": 100},
                tmp_path / "ckpt_100.pth")
     torch.save(model.state_dict(), tmp_path / "weights.bin", _use_new_zipfile_serialization=False)
+    (tmp_path / "out").mkdir()  # nanoGPT's single, overwritten checkpoint
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "model_args": {"n_layer": 2}, "iter_num": 300, "best_val_loss": 1.5,
+                "config": {"dataset": "shakespeare_char"}}, tmp_path / "out" / "ckpt.pt")
+    data = tmp_path / "data" / "shakespeare_char"  # nanoGPT's tokens: raw uint16, no checkpoint
+    data.mkdir(parents=True)
+    (data / "train.bin").write_bytes(torch.arange(1000, dtype=torch.int16).numpy().tobytes())
     found = by_name(tmp_path)
-    assert sorted(found) == ["ckpt_100.pth", "ckpt_200.pt", "weights.bin"]
+    assert sorted(found) == ["ckpt.pt", "ckpt_100.pth", "ckpt_200.pt", "weights.bin"]
+    nano = found["ckpt.pt"]
+    assert (nano.step, nano.missing()) == (300, ["scheduler", "rng"])
     top = found["ckpt_200.pt"]
     assert (top.step, top.epoch, top.complete, top.weights) == (200, 2.0, True, "full")
     assert top.has == {"model": True, "optimizer": True, "scheduler": True, "rng": True,
