@@ -1,0 +1,55 @@
+"""Numbers and times as the app shows them: short, aligned, never "nan" by accident."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+
+def number(value: float | int | None, digits: int = 4) -> str:
+    """A compact number: ``digits`` significant digits, separators for big ones."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Inf" if value > 0 else "-Inf"
+    if 10**digits <= abs(value) < 1e12:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def count(value: float | int | None) -> str:
+    """An integer count with thousands separators."""
+    return "" if value is None else f"{int(round(value)):,}"
+
+
+def gib(value: float | None) -> str:
+    """Memory in GiB with one decimal, as GPU sizes are spoken of."""
+    return "" if value is None else f"{value:.1f}"
+
+
+def when(value: datetime | None) -> str:
+    """A moment in the user's local time, to the minute."""
+    if value is None:
+        return ""
+    if value.tzinfo is not None:
+        value = value.astimezone()
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+_SUFFIXES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K"))
+
+
+def compact(value: float | None) -> str:
+    """A big quantity the way people say it: 1.2B, 350M, 12K."""
+    if value is None:
+        return ""
+    for size, suffix in _SUFFIXES:
+        if abs(value) >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:.3g}"

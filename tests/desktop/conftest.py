@@ -1,0 +1,55 @@
+"""Desktop tests: headless Qt, real services over a test store, no windows left behind."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+pytest.importorskip("PySide6")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _plots_configured(qapp):
+    from desktop.app import configure_plots
+
+    configure_plots()
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_windows(qapp):
+    """A test that leaves a visible top-level window behind fails (napari's rule)."""
+    before = set(qapp.topLevelWidgets())
+    yield
+    qapp.processEvents()
+    left = [w for w in qapp.topLevelWidgets() if w not in before and w.isVisible()]
+    assert not left, f"windows left open: {left}"
+
+
+@pytest.fixture
+def services(store, qtbot):
+    from desktop.services import AppServices
+
+    services = AppServices(store)
+    yield services
+    services.workers.shutdown()
+
+
+@pytest.fixture
+def settings(tmp_path):
+    from desktop.settings import Settings
+
+    return Settings(tmp_path / "settings.ini")
+
+
+@pytest.fixture
+def window(qtbot, services, settings):
+    from desktop.main_window import MainWindow
+
+    w = MainWindow(services, settings)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
