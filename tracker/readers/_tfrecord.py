@@ -1,81 +1,140 @@
 """TFRecord framing, the container of TensorBoard event files.
 
 A record is a little-endian uint64 length, the masked CRC-32C of those 8 bytes,
-the payload, and the masked CRC-32C of the payload. TensorBoard's own loader
-checks the checksums in pure Python (about 14 µs a record); google-crc32c does
-it in C, so a million-record file frames in about a second.
+the payload, and the masked CRC-32C of the payload. A Python loop finds where
+the records are (it has to: each length says where the next one starts); the
+checksums of all of them are then verified at once with numpy, grouped by
+record length. TensorBoard's own loader checks them in pure Python, record by
+record, at about 14 µs each.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
 
 from tracker.readers._common import ReaderError
 
-HEADER = struct.Struct("<QI")  # length, masked crc of the length
-FOOTER = struct.Struct("<I")  # masked crc of the payload
+HEADER = 12  # length, masked crc of the length
+FOOTER = 4  # masked crc of the payload
 _MASK_DELTA = 0xA282EAD8
+_POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
+_BLOCK_BYTES = 1 << 22  # bytes of records checked per numpy pass, to bound memory
+
+
+def _table() -> np.ndarray:
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(_POLY), table >> 1).astype(np.uint32)
+    return table
+
+
+_CRC_TABLE = _table()
 
 
 def masked_crc(data: bytes) -> int:
-    """TFRecord's masked CRC-32C (rotated and offset so a CRC of CRCs stays strong)."""
+    """TFRecord's masked CRC-32C of one payload (rotated and offset, as TensorFlow does)."""
     import google_crc32c
 
-    return _mask(google_crc32c.value(data))
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def frame(payload: bytes) -> bytes:
     """One record around ``payload`` (for writers and tests)."""
     length = struct.pack("<Q", len(payload))
-    return length + struct.pack("<I", masked_crc(length)) + payload + FOOTER.pack(masked_crc(payload))
+    return length + struct.pack("<I", masked_crc(length)) + payload + struct.pack("<I", masked_crc(payload))
 
 
+@dataclass
 class Records:
-    """The payloads of a TFRecord byte string, checksums verified.
+    """Where the payloads of a TFRecord byte string are.
 
-    A record cut short at the end of the data is taken as still being written:
-    iteration stops there and ``incomplete_at`` says where. A checksum that
-    fails anywhere else is damage, and raises :class:`ReaderError` naming the
-    record and its byte offset.
+    Attributes:
+        offsets: byte offset of each payload.
+        lengths: its length.
+        incomplete_at: where a record cut short by the end of the data starts
+            (a file still being written), or None.
     """
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.count = 0
-        self.incomplete_at: int | None = None
+    offsets: np.ndarray
+    lengths: np.ndarray
+    incomplete_at: int | None = None
 
-    def __iter__(self) -> Iterator[bytes]:
-        import google_crc32c
-
-        crc, data, size = google_crc32c.value, self.data, len(self.data)
-        unpack_header, unpack_footer = HEADER.unpack_from, FOOTER.unpack_from
-        delta, mask = _MASK_DELTA, 0xFFFFFFFF
-        pos = 0
-        while pos < size:
-            end = pos + HEADER.size
-            if end > size:
-                self.incomplete_at = pos
-                return
-            length, length_crc = unpack_header(data, pos)
-            c = crc(data[pos : pos + 8])  # the masking is inlined: this loop runs per record
-            if (((c >> 15) | (c << 17)) + delta) & mask != length_crc:
-                raise self._damaged(pos, "damaged record header (length checksum mismatch)")
-            stop = end + length
-            if stop + FOOTER.size > size:
-                self.incomplete_at = pos
-                return
-            payload = data[end:stop]
-            c = crc(payload)
-            if (((c >> 15) | (c << 17)) + delta) & mask != unpack_footer(data, stop)[0]:
-                raise self._damaged(pos, "damaged record (checksum mismatch)")
-            self.count += 1
-            yield payload
-            pos = stop + FOOTER.size
-
-    def _damaged(self, pos: int, what: str) -> ReaderError:
-        return ReaderError(f"record {self.count + 1:,} at byte {pos:,}: {what}")
+    def __len__(self) -> int:
+        return len(self.offsets)
 
 
-def _mask(crc: int) -> int:
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+def scan(data: bytes) -> Records:
+    """Frame ``data`` and verify every checksum.
+
+    A record cut short at the end is taken as still being written; a checksum
+    that fails anywhere is damage, and raises :class:`ReaderError` naming the
+    record and its byte offset.
+    """
+    offsets, lengths, incomplete = _frame(data)
+    records = Records(np.array(offsets, dtype=np.int64), np.array(lengths, dtype=np.int64), incomplete)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    headers = records.offsets - HEADER
+    _verify(buf, headers, np.full(len(records), 8), headers + 8, headers,
+            "damaged record header (length checksum mismatch)")
+    _verify(buf, records.offsets, records.lengths, records.offsets + records.lengths, headers,
+            "damaged record (checksum mismatch)")
+    return records
+
+
+def _frame(data: bytes) -> tuple[list[int], list[int], int | None]:
+    unpack = struct.Struct("<Q").unpack_from
+    offsets, lengths = [], []
+    add_offset, add_length = offsets.append, lengths.append
+    pos, size = 0, len(data)
+    while pos < size:
+        if pos + HEADER > size:
+            return offsets, lengths, pos
+        (length,) = unpack(data, pos)
+        if pos + HEADER + length + FOOTER > size:
+            # Cut short, or a damaged length pointing past the end: the checksum tells which.
+            if masked_crc(data[pos : pos + 8]) != struct.unpack_from("<I", data, pos + 8)[0]:
+                raise ReaderError(f"record {len(offsets) + 1:,} at byte {pos:,}: "
+                                  "damaged record header (length checksum mismatch)")
+            return offsets, lengths, pos
+        add_offset(pos + HEADER)
+        add_length(length)
+        pos += HEADER + length + FOOTER
+    return offsets, lengths, None
+
+
+def _verify(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, crc_at: np.ndarray,
+            headers: np.ndarray, damage: str) -> None:
+    """Check the masked CRC-32C of each buf[start:start+length] against the uint32 at ``crc_at``."""
+    stored = _gather(buf, crc_at, 4).view("<u4").ravel()
+    for length in np.unique(lengths):
+        rows = np.flatnonzero(lengths == length)
+        step = max(1, _BLOCK_BYTES // max(int(length), 1))
+        for block in range(0, len(rows), step):
+            part = rows[block : block + step]
+            bad = np.flatnonzero(_mask(_crc32c(_gather(buf, starts[part], int(length)))) != stored[part])
+            if len(bad):
+                first = int(part[bad[0]])
+                raise ReaderError(f"record {first + 1:,} at byte {int(headers[first]):,}: {damage}")
+
+
+def _gather(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """Rows of ``width`` bytes starting at each of ``starts`` (rows of a sliding window)."""
+    if width == 0:
+        return np.zeros((len(starts), 0), dtype=np.uint8)
+    return np.lib.stride_tricks.sliding_window_view(buf, width)[starts]
+
+
+def _crc32c(rows: np.ndarray) -> np.ndarray:
+    """CRC-32C of each row of a byte matrix, a byte column at a time."""
+    crc = np.full(len(rows), 0xFFFFFFFF, dtype=np.uint32)
+    for column in rows.T:
+        crc = _CRC_TABLE[(crc ^ column) & 0xFF] ^ (crc >> 8)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+def _mask(crc: np.ndarray) -> np.ndarray:
+    return ((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)

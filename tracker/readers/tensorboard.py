@@ -32,7 +32,8 @@ from core.runlog import RunLog
 from core.train_args import shape_fields as args_fields
 from tracker.readers._common import ReaderError, head
 from tracker.readers._restarts import Points, untangle
-from tracker.readers._tfrecord import Records
+from tracker.readers._scalar_events import Scalars, decode
+from tracker.readers._tfrecord import scan
 from tracker.readers.hf_trainer import SUMMARY_KEYS
 
 EVENT_FILE = re.compile(r"events\.out\.tfevents\.(\d+)")
@@ -132,62 +133,71 @@ def _finish(run: RunLog) -> RunLog:
 
 
 def _read_file(path: Path, scalars: _Scalars, run: RunLog) -> None:
+    """Add one event file: simple scalars decoded at once, any other record by protobuf."""
+    from google.protobuf.message import DecodeError
     from tensorboard.compat.proto.event_pb2 import Event
 
-    parse = Event.FromString
-    records = Records(path.read_bytes())
+    data = path.read_bytes()
     try:
-        for payload in records:
-            event = parse(payload)
-            values = event.summary.value
-            if values:
-                scalars.add(event, values, run)
-            elif event.file_version and run.started is None:
-                run.started = datetime.fromtimestamp(event.wall_time, UTC)
+        records = scan(data)
     except ReaderError as err:
         raise ReaderError(f"{path.name}: {err}") from None
-    except Exception as err:  # protobuf's DecodeError and friends
-        raise ReaderError(f"{path.name}: record {records.count:,} is not an event ({err})") from None
+    fast = decode(data, records.offsets, records.lengths)
+    scalars.add_decoded(fast, first=scalars.records)
+    for index in np.flatnonzero(~fast.matched).tolist():
+        start = int(records.offsets[index])
+        try:
+            event = Event.FromString(data[start : start + int(records.lengths[index])])
+        except DecodeError:
+            raise ReaderError(f"{path.name}: record {index + 1:,} is not a TensorBoard event") from None
+        if event.summary.value:
+            scalars.add(event, scalars.records + index, run)
+        elif event.file_version and run.started is None:
+            run.started = datetime.fromtimestamp(event.wall_time, UTC)
+    scalars.records += len(records)
     if records.incomplete_at is not None:
         run.warnings.append(f"{path.name}: the last record is incomplete (still being written?); "
                             f"read up to byte {records.incomplete_at:,}")
 
 
 class _Scalars:
-    """Points per tag, appended in file order into compact arrays."""
+    """Points per tag, in record order across the run's files."""
 
     def __init__(self) -> None:
-        # tag -> steps, wall times, values, and record numbers (to untangle resumes across tags)
-        self.columns: dict[str, tuple[array, array, array, array]] = {}
+        self.chunks: dict[str, list[Points]] = {}  # decoded in bulk, a chunk per file
+        # Points from records the protobuf parser read: steps, wall times, values, record numbers.
+        self.parsed: dict[str, tuple[array, array, array, array]] = {}
         self.plugins: dict[str, str] = {}  # TF2 writes a tag's metadata with its first value only
         self.records = 0
 
-    def add(self, event, values, run: RunLog) -> None:
-        step, wall, record = event.step, event.wall_time, self.records
-        self.records += 1
-        for value in values:
+    def add_decoded(self, scalars: Scalars, first: int) -> None:
+        positions = first + np.flatnonzero(scalars.matched)
+        order = np.argsort(scalars.tag_ids, kind="stable")
+        bounds = np.searchsorted(scalars.tag_ids[order], np.arange(len(scalars.tags) + 1))
+        for i, tag in enumerate(scalars.tags):
+            rows = order[bounds[i] : bounds[i + 1]]
+            self.chunks.setdefault(tag, []).append(
+                Points(scalars.steps[rows], scalars.values[rows], scalars.wall_time[rows], positions[rows])
+            )
+
+    def add(self, event, position: int, run: RunLog) -> None:
+        for value in event.summary.value:
             kind = value.WhichOneof("value")
-            if kind == "simple_value":  # the common case, appended inline: it runs per point
-                column = self.columns.get(value.tag) or self._new(value.tag)
-                column[0].append(step)
-                column[1].append(wall)
-                column[2].append(value.simple_value)
-                column[3].append(record)
+            if kind == "simple_value":
+                self._append(value.tag, event, value.simple_value, position)
             elif kind == "tensor" or value.HasField("metadata"):
-                self._tensor(value, step, wall, record, run)
+                self._tensor(value, event, position, run)
 
-    def _new(self, tag: str) -> tuple[array, array, array, array]:
-        column = self.columns[tag] = (array("q"), array("d"), array("d"), array("q"))
-        return column
-
-    def _append(self, tag: str, step: int, wall: float, number: float, record: int) -> None:
-        column = self.columns.get(tag) or self._new(tag)
-        column[0].append(step)
-        column[1].append(wall)
+    def _append(self, tag: str, event, number: float, position: int) -> None:
+        column = self.parsed.get(tag)
+        if column is None:
+            column = self.parsed[tag] = (array("q"), array("d"), array("d"), array("q"))
+        column[0].append(event.step)
+        column[1].append(event.wall_time)
         column[2].append(number)
-        column[3].append(record)
+        column[3].append(position)
 
-    def _tensor(self, value, step: int, wall: float, record: int, run: RunLog) -> None:
+    def _tensor(self, value, event, position: int, run: RunLog) -> None:
         plugin = value.metadata.plugin_data.plugin_name or self.plugins.get(value.tag, "")
         self.plugins.setdefault(value.tag, plugin)
         if plugin == "scalars":
@@ -195,18 +205,30 @@ class _Scalars:
 
             number = make_ndarray(value.tensor)
             if number.size == 1:
-                self._append(value.tag, step, wall, float(number.reshape(-1)[0]), record)
+                self._append(value.tag, event, float(number.reshape(-1)[0]), position)
         elif plugin == "text" or value.tag.endswith(TEXT_SUFFIX):
             _add_text(run, value)
         elif value.tag == HPARAMS_TAG:
             _add_hparams(run, value.metadata.plugin_data.content)
 
     def points(self) -> dict[str, Points]:
-        return {
-            tag: Points(np.frombuffer(steps, np.int64), np.frombuffer(values, np.float64),
-                        np.frombuffer(walls, np.float64), np.frombuffer(records, np.int64))
-            for tag, (steps, walls, values, records) in self.columns.items()
-        }
+        """Every tag's points, merged from both paths in record order."""
+        chunks = {tag: list(parts) for tag, parts in self.chunks.items()}
+        for tag, (steps, walls, values, positions) in self.parsed.items():
+            chunks.setdefault(tag, []).append(Points(
+                np.frombuffer(steps, np.int64), np.frombuffer(values, np.float64),
+                np.frombuffer(walls, np.float64), np.frombuffer(positions, np.int64)))
+        return {tag: _concat(parts) for tag, parts in chunks.items()}
+
+
+def _concat(parts: list[Points]) -> Points:
+    if len(parts) == 1:
+        return parts[0]
+    merged = Points(*(np.concatenate([getattr(p, f) for p in parts])
+                      for f in ("steps", "values", "wall_time", "positions")))
+    if np.all(merged.positions[1:] > merged.positions[:-1]):
+        return merged
+    return merged.take(np.argsort(merged.positions, kind="stable"))
 
 
 def _add_text(run: RunLog, value) -> None:

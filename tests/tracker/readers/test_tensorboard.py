@@ -7,6 +7,8 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from core.metrics import GIB
 from tests.producers import write_summary_writer, write_tensor_scalars
@@ -14,7 +16,8 @@ from tracker.ingest import ingest
 from tracker.readers import ReaderError, best_reader
 from tracker.readers import tensorboard as tb
 from tracker.readers._restarts import Points, untangle
-from tracker.readers._tfrecord import Records, frame
+from tracker.readers._scalar_events import decode
+from tracker.readers._tfrecord import _crc32c, frame, scan
 
 TB = "tensorboard"
 MEGATRON = "elena-lyulina__Megatron-LM-Attention-Benchmark/correctness_full_flash_1node_1gpu_tp1_pp1_1728401"
@@ -190,9 +193,64 @@ def test_junk_named_like_an_event_file(tmp_path, store):
 def test_framing_round_trip_and_truncation():
     payloads = [b"", b"a", b"event" * 100]
     data = b"".join(frame(p) for p in payloads)
-    assert list(Records(data)) == payloads
-    records = Records(data[:-1])
-    assert list(records) == payloads[:2] and records.incomplete_at == len(data) - len(frame(payloads[2]))
+    records = scan(data)
+    assert [data[o : o + n] for o, n in zip(records.offsets, records.lengths, strict=True)] == payloads
+    cut = scan(data[:-1])
+    assert len(cut) == 2 and cut.incomplete_at == len(data) - len(frame(payloads[2]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.binary(max_size=80), min_size=1, max_size=20))
+def test_vectorised_crc_is_crc32c(rows):
+    import google_crc32c
+
+    for row in rows:
+        matrix = np.frombuffer(row, dtype=np.uint8).reshape(1, -1)
+        assert int(_crc32c(matrix)[0]) == google_crc32c.value(row)
+
+
+_EVENTS = st.builds(
+    dict,
+    wall=st.one_of(st.just(0.0), st.floats(allow_nan=False, allow_infinity=False)),
+    step=st.one_of(st.just(0), st.integers(-(2**63), 2**63 - 1), st.integers(0, 10**6)),
+    tag=st.text(max_size=150),
+    value=st.floats(width=32),
+    extra=st.sampled_from(["", "metadata", "second value", "file_version"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_EVENTS, min_size=1, max_size=12))
+@example([{"wall": 1.0, "step": 3, "tag": "t" * n, "value": 1.0, "extra": ""} for n in (118, 119)])
+def test_fast_decoding_matches_protobuf_or_declines(specs):
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    payloads = []
+    for spec in specs:
+        value = Summary.Value(tag=spec["tag"], simple_value=spec["value"])
+        event = Event(wall_time=spec["wall"], step=spec["step"], summary=Summary(value=[value]))
+        if spec["extra"] == "metadata":
+            event.summary.value[0].metadata.plugin_data.plugin_name = "scalars"
+        elif spec["extra"] == "second value":
+            event.summary.value.add(tag="b", simple_value=1.0)
+        elif spec["extra"] == "file_version":
+            event = Event(wall_time=spec["wall"], file_version="brain.Event:2")
+        payloads.append(event.SerializeToString())
+    data = b"".join(frame(p) for p in payloads)
+    records = scan(data)
+    fast = decode(data, records.offsets, records.lengths)
+    for row, index in enumerate(np.flatnonzero(fast.matched)):
+        event = Event.FromString(payloads[index])
+        [value] = event.summary.value
+        assert fast.tags[fast.tag_ids[row]] == value.tag
+        assert (int(fast.steps[row]), float(fast.wall_time[row])) == (event.step, event.wall_time)
+        assert np.float32(fast.values[row]).tobytes() == np.float32(value.simple_value).tobytes()
+    # What the fast path takes: the plain layout (proto3 omits a zero wall time and an empty
+    # tag) with one-byte lengths (the summary's, tag + 9 bytes, must stay under 128).
+    simple = [s["extra"] == "" and np.float64(s["wall"]).tobytes() != bytes(8)  # -0.0 is written
+              and 0 < len(s["tag"].encode()) <= 118 for s in specs]
+    assert list(fast.matched) == simple
 
 
 # Restarts, with an injected stream of points (as TensorBoard's own tests do).
