@@ -50,6 +50,8 @@ def read(path: Path) -> Checkpoint | None:
     is_lightning = path.suffix == ".ckpt" and bool(LIGHTNING_KEYS & set(info.keys))
     ckpt = new(path, "lightning" if is_lightning else "torch")
     add_files(ckpt, [info])
+    if info.format == "unreadable":
+        ckpt.status = "unreadable"
     ckpt.step, ckpt.epoch = step_from_name(path.name), epoch_from_name(path.name)
     ckpt.metrics.update(metrics_from_name(path.name))
     if path.is_symlink():

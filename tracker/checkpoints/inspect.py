@@ -92,6 +92,8 @@ def inspect_file(path: Path, deep: bool = True) -> FileInfo:
             _read_safetensors(info)
         elif zipfile.is_zipfile(path):
             _read_torch_zip(info)
+        elif head[:4] == b"PK\x03\x04":
+            raise ValueError("a damaged zip file (cut short while saving?)")
         elif head[:1] == b"\x80":
             _read_pickle(info)
     except (OSError, PickleError, zipfile.BadZipFile, ValueError, struct.error) as err:
