@@ -159,7 +159,8 @@ class Calibration:
     def _nearest(self, probe: Sample, group: GroupFit) -> tuple[tuple[int, ...], float]:
         members = [s for s in self.samples if s.run_id in group.run_ids]
         scored = sorted((distance(probe, s), s.run_id) for s in members)
-        return tuple(run for _, run in scored[:5]), scored[0][0] if scored else 0.5
+        runs = tuple(dict.fromkeys(run for _, run in scored))[:5]  # a run logs several counters
+        return runs, scored[0][0] if scored else 0.5
 
     def ranked_groups(self) -> list[GroupFit]:
         """Groups from the coarsest (all runs) to the most specific."""
