@@ -137,3 +137,19 @@ def test_a_run_resumed_from_another_runs_checkpoint_is_linked(hf_run, tmp_path, 
     assert plan.delete == []
     store.set_resumed_from(second, None)
     assert manager.report(store, first).origin.children == []
+
+
+def test_fp16_training_without_a_grad_scaler_file_warns(hf_run):
+    import torch
+
+    from tracker.checkpoints.folders import hf
+
+    folder = hf_run / "checkpoint-16"
+    args = torch.load(folder / "training_args.bin", weights_only=False)  # the test's own run
+    args.fp16 = True  # as if trained with fp16 on a GPU
+    torch.save(args, folder / "training_args.bin")
+    ckpt = hf(folder)
+    assert (ckpt.has["scaler"], ckpt.complete) == (False, True)
+    assert ckpt.resume_warnings() == [MISSING_WARNINGS["scaler"]]
+    torch.save({"scale": 65536.0, "growth_tracker": 0}, folder / "scaler.pt")
+    assert hf(folder).has["scaler"] is True
