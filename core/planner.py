@@ -162,7 +162,17 @@ def _layout_warnings(setup: Setup, gpu: GPU) -> tuple[str, ...]:
 
 
 def _knob_ladder(setup: Setup):
-    """Cheapest first: recompute, 8-bit optimizer, offload; each lighter method afresh."""
+    """Cheapest first: recompute, 8-bit optimizer, offload; each lighter method afresh.
+
+    Inference has one knob, the weights' storage: fp8, then int8, then NF4.
+    """
+    if not setup.training:
+        yield setup
+        order = ("bf16", "fp16", "fp8", "int8", "nf4")
+        start = order.index(setup.precision) + 1 if setup.precision in order else len(order)
+        for precision in order[max(start, 2):]:
+            yield setup.but(precision=precision)
+        return
     methods = [setup]
     if setup.method == "full":
         methods.append(setup.but(method="lora", optimizer="adamw"))

@@ -125,9 +125,16 @@ def _lora_inputs(spec: ModelSpec, setup: Setup, e: float) -> float:
         return 0.0
     autocast = setup.method == "qlora" or setup.precision.startswith("mixed-")
     copy = (2.0 if autocast else 4.0) + (1.0 if setup.lora_dropout else 0.0)
-    total = sum((copy * m.d_in + 4.0 * setup.lora_rank) * m.count
+    total = sum((copy * m.d_in + 4.0 * setup.lora_rank) * m.count * _routed(spec, m.name)
                 for m in spec.lora_matrices(setup.lora_targets))
     return total / max(1, spec.n_layers)
+
+
+def _routed(spec: ModelSpec, name: str) -> float:
+    """Share of tokens a matrix sees: a routed expert gets active / total of them."""
+    if name.startswith("experts.") and spec.n_experts:
+        return spec.n_active_experts / spec.n_experts
+    return 1.0
 
 
 def block_bytes(spec: ModelSpec, setup: Setup) -> float:
