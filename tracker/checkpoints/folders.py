@@ -66,7 +66,7 @@ def _hf_state(ckpt: Checkpoint, info: dict[str, FileInfo], folder: Path) -> None
     deepspeed = [d for d in folder.iterdir() if d.is_dir() and DEEPSPEED_DIR.match(d.name)]
     sharded = bool(deepspeed) or (folder / "optimizer_0").is_dir()  # DeepSpeed, FSDP
     ckpt.has["optimizer"] = _holds(optimizer, "state") if optimizer else sharded
-    ckpt.has["scheduler"] = _holds(info.get("scheduler.pt")) if "scheduler.pt" in info else False
+    ckpt.has["scheduler"] = _holds(info.get("scheduler.pt"))
     if deepspeed and not ckpt.has["scheduler"]:
         ckpt.has["scheduler"] = _deepspeed(deepspeed[0]).has["scheduler"]
     ckpt.has["rng"] = any(n.startswith("rng_state") for n in info)

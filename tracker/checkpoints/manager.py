@@ -65,8 +65,8 @@ def scan(source: Path, config: dict, refs: Iterable[CheckpointRef],
             continue
         values, steps = metrics_at(series, ckpt.step)
         for name, value in values.items():
-            ckpt.metrics.setdefault(name, value)  # a value the checkpoint states wins
-            ckpt.metric_steps.setdefault(name, steps[name])
+            if name not in ckpt.metrics:  # a value the checkpoint or its log states wins
+                ckpt.metrics[name], ckpt.metric_steps[name] = value, steps[name]
     return checkpoints
 
 
@@ -78,7 +78,10 @@ def enrich(session: Session, run_id: int, source: Path, log: RunLog) -> None:
 
 
 def _logged(stored: list[Checkpoint]) -> list[CheckpointRef]:
-    return [CheckpointRef(c.step, c.path, dict(c.metrics)) for c in stored if c.logged]
+    """Checkpoints the logs named, with the figures the logs stated (not those of the series)."""
+    return [CheckpointRef(c.step, c.path, {k: v for k, v in c.metrics.items()
+                                           if k not in c.metric_steps})
+            for c in stored if c.logged]
 
 
 def rescan(store: Store, run_id: int) -> list[Checkpoint]:
@@ -90,9 +93,10 @@ def rescan(store: Store, run_id: int) -> list[Checkpoint]:
     if not run_folder(source).is_dir():
         return store.checkpoints(run_id)
     found = scan(source, config, refs, _series(store, run_id))
+    events = store.events(run_id, ["resume"])
     with store.session() as s:
         rows.save(s, run_id, found)
-        update_lineage(s, run_id, source, config, store.events(run_id, ["resume"]))
+        update_lineage(s, run_id, source, config, events)
         return rows.load(s, run_id)
 
 

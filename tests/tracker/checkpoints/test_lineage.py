@@ -55,6 +55,7 @@ def test_checkpoints_a_log_names_are_found_or_listed_missing(tmp_path, store):
     assert found[10].path == str(tmp_path / "parent" / "ckpt" / "step-10.pt")
     assert (found[20].status, found[20].kind, found[20].complete) == ("ok", "torch", True)
     assert found[20].metrics["eval_loss"] == 2.1  # the log's own figure wins
+    assert found[20].metric_steps == {"loss": 20}  # only figures taken from the series
     assert found[20].metrics["loss"] == pytest.approx(sum(3.0 - s / 10 for s in range(11, 21)) / 10)
     assert manager.report(store, run_id).best.step == 20
     manager.rescan(store, run_id)  # the log's checkpoints survive a rescan without the log
