@@ -128,7 +128,7 @@ def llama_factory_table(row: Row, _: list[Row]) -> float | None:
         per = 1.0 if s.precision == "int8" else 0.5
     else:
         return None
-    return _weights_gib(row, per * 1e9 / GIB * GIB / 1e9)
+    return _weights_gib(row, per)  # "x GB for an x-billion model" is bytes per parameter
 
 
 def eleutherai_rule(row: Row, _: list[Row]) -> float:
