@@ -10,21 +10,27 @@ from __future__ import annotations
 
 from typing import Any
 
+_BATCH_KEYS = (("micro_batch", "train_micro_batch_size_per_gpu"),
+               ("grad_accum", "gradient_accumulation_steps"), ("global_batch", "train_batch_size"))
+
 
 def deepspeed_fields(config: dict[str, Any]) -> dict[str, Any]:
-    """ZeRO stage, offload, precision and batch sizes a DeepSpeed config states ("auto" is not stated)."""
+    """ZeRO stage, offload, precision and batch sizes a DeepSpeed config states.
+
+    Values left at "auto" are decided by the trainer and say nothing here.
+    """
     out: dict[str, Any] = {}
     zero = config.get("zero_optimization")
     if isinstance(zero, dict):
         if isinstance(zero.get("stage"), int):
             out["zero_stage"] = zero["stage"]
-        out["cpu_offload"] = any(_offloaded(zero.get(key)) for key in ("offload_optimizer", "offload_param"))
+        sections = (zero.get("offload_optimizer"), zero.get("offload_param"))
+        out["cpu_offload"] = any(_offloaded(section) for section in sections)
     for key, precision in (("bf16", "mixed-bf16"), ("fp16", "mixed-fp16")):
         section = config.get(key)
         if isinstance(section, dict) and section.get("enabled") is True:
             out["precision"] = precision
-    for field, key in (("micro_batch", "train_micro_batch_size_per_gpu"),
-                       ("grad_accum", "gradient_accumulation_steps"), ("global_batch", "train_batch_size")):
+    for field, key in _BATCH_KEYS:
         value = config.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             out[field] = value

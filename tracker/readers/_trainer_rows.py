@@ -20,7 +20,7 @@ from tracker.readers._common import number
 from tracker.readers.hf_trainer import SUMMARY_KEYS
 from tracker.readers.text._values import seconds
 
-# ms-swift: "Gemma4ForConditionalGeneration: 25805.9339M Params (25233.1418M Trainable [97.7%]), ..."
+# ms-swift: "Gemma4ForConditionalGeneration: 25805.9339M Params (25233.1418M Trainable [97.7%])"
 _PARAMETER_INFO = re.compile(r"(?P<total>[\d.]+)M Params \((?P<trainable>[\d.]+)M Trainable")
 
 STEP_KEYS = ("step", "global_step", "current_steps")

@@ -39,7 +39,9 @@ _OOM_FACTS = {
     "capacity_gib": re.compile(rf"has a total capacity of {_SZ}|{_SZ} total capacity"),
     "free_gib": re.compile(rf"of which {_SZ} is free|{_SZ} free"),
     "in_use_gib": re.compile(rf"has {_SZ} memory in use"),
-    "allocated_gib": re.compile(rf"Of the allocated memory {_SZ} is allocated by PyTorch|{_SZ} already allocated"),
+    "allocated_gib": re.compile(
+        rf"Of the allocated memory {_SZ} is allocated by PyTorch|{_SZ} already allocated"
+    ),
     "reserved_gib": re.compile(rf"{_SZ} reserved in total by PyTorch"),
     "unallocated": re.compile(rf"and {_SZ} is reserved by PyTorch but unallocated"),
 }
@@ -67,13 +69,20 @@ _NAN = re.compile(
     r"|non-finite (?:loss|values?)|unexpected result (?:nan|inf)|returned (?:nan|inf) values",
     re.IGNORECASE,
 )
+# Words every NaN message above has: lines without one skip the regex (Megatron prints
+# "number of nan iterations: 0" on every line).
+_NAN_WORDS = ("found", "Found", "detected", "Detected", "encountered", "got ", "oss is", "oss =",
+              "became", "oss was", "NaN loss", "nan loss", "NaN or Inf", "nan or inf", "non-finite",
+              "Non-finite", "esult nan", "esult inf", "eturned nan", "eturned inf")
 _ITERATION = re.compile(r"\b(?:iteration|step|iter)[ :=]+(\d+)", re.IGNORECASE)
 _MIN_SCALE = re.compile(
     r"loss scale already at minimum|minimum loss scale reached|loss scale.{0,40}below the minimum",
     re.IGNORECASE,
 )
 _TRACEBACK = "Traceback (most recent call last):"
-_EXCEPTION = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s?(.*))?$")
+_EXCEPTION = re.compile(
+    r"([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s?(.*))?$"
+)
 _MAX_MESSAGE = 400
 
 
@@ -83,6 +92,11 @@ class CrashScanner:
 
     _held: list[str] = field(default_factory=list)  # an OOM message still being wrapped
     _in_traceback: bool = False
+
+    @property
+    def holding(self) -> bool:
+        """True while a wrapped OOM message waits for its continuation lines."""
+        return bool(self._held)
 
     def feed(self, line: str) -> list[RunEvent]:
         """Events completed by ``line`` (most lines: none)."""
@@ -102,13 +116,13 @@ class CrashScanner:
         return [self._release()] if self._held else []
 
     def _scan(self, line: str) -> list[RunEvent]:
-        if any(word in line for word in _OOM_WORDS):
+        if any(map(line.__contains__, _OOM_WORDS)):
             event = self._oom(line)
             if event is not None or self._held:
                 self._in_traceback = False
                 return [event] if event is not None else []
         events = []
-        if ("nan" in line or "NaN" in line or "inf" in line or "Inf" in line) and _NAN.search(line):
+        if any(map(line.__contains__, _NAN_WORDS)) and _NAN.search(line):
             events.append(_nan_event(line))
         if ("scale" in line) and _MIN_SCALE.search(line):
             events.append(RunEvent("loss_scale", None, _trim(line), {"scale": "minimum"}))
@@ -120,7 +134,8 @@ class CrashScanner:
             return RunEvent("exception", None, _trim(line), {"type": "HostOutOfMemory"})
         if not _OOM_OTHER.search(line):
             return None
-        if not _oom_done(line) and ("Tried to allocate" in line or line.rstrip().endswith("out of memory.")):
+        wrapped = "Tried to allocate" in line or line.rstrip().endswith("memory.")
+        if wrapped and not _oom_done(line):
             self._held = [line.strip()]  # the sizes follow, on this line's continuation
             return None
         return oom_event(line)
@@ -164,7 +179,8 @@ def oom_event(text: str) -> RunEvent:
     data["device"] = device.group(1).lower() if device else "cuda"
     mps = _MPS.search(text)
     if mps is not None:
-        sizes = [float(v) * _binary(u) for v, u in zip(mps.groups()[::2], mps.groups()[1::2], strict=True)]
+        pairs = zip(mps.groups()[::2], mps.groups()[1::2], strict=True)
+        sizes = [float(value) * _binary(unit) for value, unit in pairs]
         data.update(allocated_gib=sizes[0], capacity_gib=sizes[2])
     return RunEvent("oom", None, _trim(text), data)
 
@@ -180,7 +196,9 @@ def _oom_done(text: str) -> bool:
 def _continues(line: str) -> bool:
     """A wrapped OOM message goes on in plain words, not with a new log record."""
     stripped = line.strip()
-    return bool(stripped) and not stripped.startswith(("[", "Traceback", "File ")) and ":" not in stripped[:20]
+    if not stripped or stripped.startswith(("[", "Traceback", "File ")):
+        return False
+    return ":" not in stripped[:20]
 
 
 def _nan_event(line: str) -> RunEvent:

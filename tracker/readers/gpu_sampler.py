@@ -32,26 +32,32 @@ from tracker.readers._tabular import jsonl_rows
 
 SOURCE = "GPU sampler"
 _CSV_MEMORY = re.compile(r"^memory\.used(?: \[(?P<unit>\w+)\])?$")
-_CSV_FIELDS = {"utilization.gpu": "gpu_util_pct", "power.draw": "power_w", "temperature.gpu": "temp_c"}
+_CSV_FIELDS = {"utilization.gpu": "gpu_util_pct", "power.draw": "power_w",
+               "temperature.gpu": "temp_c"}
+_TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S",
+                 "%Y-%m-%dT%H:%M:%S")
 _DEVICE_KEYS = ("gpu_id", "gpu", "index", "device", "gpu_index")
 _TIME_KEYS = ("timestamp", "time", "ts", "wall_time")
 # JSON field name -> bytes per unit, for a device's used memory.
 _JSON_MEMORY = {"mem_used_mb": MEMORY_UNITS["mib"], "memory_used_mb": MEMORY_UNITS["mib"],
                 "mem_used_mib": MEMORY_UNITS["mib"], "memory_used_mib": MEMORY_UNITS["mib"],
                 "mem_used_gib": MEMORY_UNITS["gib"], "memory_used_gib": MEMORY_UNITS["gib"],
-                "mem_used_bytes": 1.0, "memory_used": MEMORY_UNITS["mib"], "memory.used": MEMORY_UNITS["mib"]}
+                "mem_used_bytes": 1.0, "memory_used": MEMORY_UNITS["mib"],
+                "memory.used": MEMORY_UNITS["mib"]}
 _JSON_TOTAL = {"mem_total_mb": MEMORY_UNITS["mib"], "memory_total_mb": MEMORY_UNITS["mib"],
                "mem_total_mib": MEMORY_UNITS["mib"], "memory.total": MEMORY_UNITS["mib"]}
-_JSON_FIELDS = {"util_pct": "gpu_util_pct", "utilization": "gpu_util_pct", "gpu_util": "gpu_util_pct",
+_JSON_FIELDS = {"util_pct": "gpu_util_pct", "utilization": "gpu_util_pct",
+                "gpu_util": "gpu_util_pct",
                 "power_w": "power_w", "temp_c": "temp_c", "temperature": "temp_c"}
 
 
 def sniff(path: Path) -> float:
     text = head_text(path, 4096)
     first = text.split("\n", 1)[0]
-    if path.suffix.lower() in (".csv", ".txt", ".log", "") and "memory.used" in first and "," in first:
+    csv_like = path.suffix.lower() in (".csv", ".txt", ".log", "")
+    if csv_like and "memory.used" in first and "," in first:
         return 0.9
-    if first.lstrip().startswith("{") and '"gpus"' in first and ("mem_used" in first or "memory" in first):
+    if first.lstrip().startswith("{") and '"gpus"' in first and "mem" in first:
         return 0.9
     return 0.0
 
@@ -105,7 +111,7 @@ def _json_device(device: dict[str, Any], index: int, values: dict[str, float],
 
 
 def _csv_samples(path: Path) -> tuple[Samples, list[float]]:
-    """nvidia-smi's CSV: one row per device and sample; a sample is a run of rows with one timestamp."""
+    """nvidia-smi's CSV: a row per device and sample; a sample is the rows of one timestamp."""
     rows: list[tuple[float, dict[str, float]]] = []
     used: dict[int, list[float]] = {}
     totals: list[float] = []
@@ -177,12 +183,12 @@ def _samples(rows: list[tuple[float, dict[str, float]]], used: dict[int, list[fl
 
 
 def _time(row: dict[str, Any]) -> float:
-    """A sample's POSIX time: a number, or nvidia-smi's ``2024/05/01 12:00:00.123`` (NaN if neither)."""
+    """A sample's POSIX time: a number, or nvidia-smi's ``2024/05/01 12:00:00.123`` (else NaN)."""
     value = next((row[k] for k in _TIME_KEYS if k in row), None)
     if number(value) is not None:
         return number(value)
     if isinstance(value, str):
-        for fmt in ("%Y/%m/%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"):
+        for fmt in _TIME_FORMATS:
             try:
                 return datetime.strptime(value.strip(), fmt).timestamp()
             except ValueError:

@@ -1,4 +1,4 @@
-"""LLaMA-Factory: ``trainer_log.jsonl`` with the ``training_args.yaml`` and ``running_log.txt`` beside it.
+"""LLaMA-Factory's ``trainer_log.jsonl``, with the ``training_args.yaml`` and running log beside it.
 
 ``LogCallback`` writes one JSON object per log (``src/llamafactory/train/callbacks.py``):
 ``current_steps``, ``total_steps``, ``loss``, ``lr``, ``epoch``, ``elapsed_time`` as

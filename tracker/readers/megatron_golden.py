@@ -1,4 +1,4 @@
-"""Megatron-LM's "golden values": per-metric step series its CI records, with the test's model config.
+"""Megatron-LM's "golden values": the metric series its CI records, and the test's model config.
 
 ``golden_values_<env>.json`` maps each metric (``lm loss``, ``mem-allocated-bytes``,
 ``mem-max-allocated-bytes``, ``iteration-time``, ``num-zeros``) to ``{start_step,
@@ -29,7 +29,8 @@ def sniff(path: Path) -> float:
     if path.suffix != ".json":
         return 0.0
     text = head_text(path, 2048)
-    return 0.9 if '"start_step"' in text and '"step_interval"' in text and '"values"' in text else 0.0
+    found = all(key in text for key in ('"start_step"', '"step_interval"', '"values"'))
+    return 0.9 if found else 0.0
 
 
 def read(path: Path) -> RunLog:
@@ -56,7 +57,7 @@ def _points(record: Any) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(values, dict):
         return np.empty(0, dtype=np.int64), np.empty(0)
     points = sorted((int(step), float(value)) for step, value in values.items()
-                    if str(step).isdigit() and isinstance(value, (int, float)) and not isinstance(value, bool))
+                    if str(step).isdigit() and type(value) in (int, float))
     steps = np.array([s for s, _ in points], dtype=np.int64)
     return steps, np.array([v for _, v in points], dtype=np.float64)
 

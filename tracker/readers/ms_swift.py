@@ -59,7 +59,8 @@ def read(path: Path) -> RunLog:
 
 def _add_final(run: RunLog, row: dict[str, Any]) -> None:
     """The line after the summary: parameter counts, the peak memory, the best checkpoint."""
-    run.shape.update(parameter_info(str(row.get("model_parameter_info", ""))), "model_parameter_info")
+    info = str(row.get("model_parameter_info", ""))
+    run.shape.update(parameter_info(info), "model_parameter_info")
     if isinstance(row.get("memory"), (int, float)):
         run.summary["mem_reserved_gib_max"] = row["memory"]
     for key in ("best_model_checkpoint", "last_model_checkpoint", "best_metric"):
@@ -71,7 +72,7 @@ def _add_args(run: RunLog, folder: Path) -> None:
     args_path = folder / ARGS
     args = load_json(args_path) if args_path.is_file() else None
     if isinstance(args, dict):
-        run.config["args"] = {k: v for k, v in args.items() if isinstance(v, (int, float, str, bool))}
+        run.config["args"] = {k: v for k, v in args.items() if isinstance(v, (int, float, str))}
         run.shape.update(_swift_shape(args), ARGS)
         run.sources.append(args_path)
     for config_path, config in _configs_beside(folder):

@@ -42,7 +42,7 @@ class Rule:
     needle: str
     pattern: re.Pattern[str]
     handle: Callable[[re.Match[str], Context], bool | None]
-    done: re.Pattern[str] | None = None  # found in a complete line; else the line was wrapped
+    done: Callable[[str], bool] | None = None  # true of a complete line; else the line was wrapped
     any_rank: bool = False  # per-rank reports: every rank's copy counts
 
 
@@ -144,29 +144,43 @@ class _Pass:
                             for rule in self.wrappable))
 
     def _handle(self, line: Line, final: bool) -> bool:
-        """Apply the first rule that takes the line; True when it looks wrapped and needs the next."""
+        """Apply the first rule that takes the line; True when it looks wrapped and needs the next.
+
+        Lines a rule took are records (metrics, settings), not crash messages,
+        so only the others are searched for crash evidence, unless the scanner
+        is in the middle of a wrapped message.
+        """
         ctx, text = self.ctx, line.text
         ctx.line = line
-        if ctx.collect is not None and ctx.collect(line):
-            return False
+        taken = ctx.collect is not None and ctx.collect(line)
+        if not taken:
+            taken = self._apply_rules(line, final)
+            if taken is None:
+                return True
+        if not taken or self.crash.holding:
+            for event in self.crash.feed(text):
+                self._crash(event)
+        return False
+
+    def _apply_rules(self, line: Line, final: bool) -> bool | None:
+        """True when a rule took the line; None when it is the start of a wrapped record."""
+        text = line.text
         for index, rule in enumerate(self.rules):
             if rule.needle not in text:
                 continue
             match = rule.pattern.search(text)
             if match is None:
                 continue
-            if rule.done is not None and rule.done.search(text) is None:
+            if rule.done is not None and not rule.done(text):
                 unpadded = _PADDING.sub("", text)
-                if rule.done.search(unpadded) is not None:
+                if rule.done(unpadded):
                     match = rule.pattern.search(unpadded) or match
                 elif not final:
-                    return True  # the start of a record whose end is on the next line
+                    return None  # the start of a record whose end is on the next line
             if not self._owned(index, rule, line.label):
-                break
-            if rule.handle(match, ctx) is not False:
-                break
-        for event in self.crash.feed(text):
-            self._crash(event)
+                return True  # another rank's copy
+            if rule.handle(match, self.ctx) is not False:
+                return True
         return False
 
     def _owned(self, index: int, rule: Rule, label: str | None) -> bool:

@@ -34,7 +34,7 @@ _LABEL = re.compile(
 _LOGGER = re.compile(
     rf"(?:\[(?P<s1>{STAMP})\] \[[A-Z]+\] \[[^\]]*\] "  # DeepSpeed: [ts] [INFO] [file.py:12:fn]
     rf"|\[titan\] (?P<s2>{STAMP}) - [\w.]+ - [A-Z]+ - "  # torchtitan
-    rf"|(?P<s3>{STAMP})(?: [\w.]+)? - [\w.]+ - [A-Z]+ - "  # Python logging "%(asctime)s - name - LEVEL - "
+    rf"|(?P<s3>{STAMP})(?: [\w.]+)? - [\w.]+ - [A-Z]+ - "  # logging "%(asctime)s - name - LEVEL - "
     rf"|(?P<s4>{STAMP}) \| [A-Z]+ +\| [\w.:<>]+ - "  # loguru
     rf"|\[(?:[A-Z]+\|)?(?P<s5>{STAMP})\] [\w.]+:\d+ >> "  # LLaMA-Factory "[INFO|ts] module:12 >> "
     r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+\] "  # ms-swift "[INFO:swift] "
@@ -47,6 +47,8 @@ _GLUE = re.compile(
     rf"(?<=\S)(?=\[Rank \d+\] )|(?<=\S)(?=\[rank\d+\]:)"
     rf"|(?<=\S)(?= ?\[{STAMP}\] iteration )|(?<=\|)(?=[A-Z][a-z])"
 )
+
+_CAPITAL_AFTER_BAR = re.compile(r"\|[A-Z][a-z]")
 
 
 class Line(NamedTuple):
@@ -67,15 +69,22 @@ def lines(path: Path) -> Iterator[Line]:
 
 
 def split_line(raw: str) -> list[tuple[str, str | None, str | None]]:
-    """One physical line as (text, label, stamp) messages: codes and prefixes off, glued ranks apart."""
+    """A physical line as (text, label, stamp) messages: no codes or prefixes, glued ranks apart."""
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
     text, label, stamp = strip_prefixes(raw)
-    if ("[R" in text or "[r" in text or "|" in text) and _GLUE.search(text):
+    if _maybe_glued(text) and _GLUE.search(text):
         pieces = [piece for piece in _GLUE.split(text) if piece.strip()]
         return [(piece, label, stamp) if i == 0 else _glued(piece, label, stamp)
                 for i, piece in enumerate(pieces)]
     return [(text, label, stamp)]
+
+
+def _maybe_glued(text: str) -> bool:
+    """Cheap substring tests first: the glue regex is slow on long lines, and most are whole."""
+    if text.find("[Rank ", 1) > 0 or text.find("[rank", 1) > 0 or text.find("] iteration ", 40) > 0:
+        return True
+    return "|" in text and not text.rstrip().endswith("|") and bool(_CAPITAL_AFTER_BAR.search(text))
 
 
 def _glued(piece: str, label: str | None, stamp: str | None) -> tuple[str, str | None, str | None]:

@@ -237,7 +237,7 @@ class RunsBuilder:
 
     def event(self, kind: str, message: str, data: dict[str, Any] | None = None,
               step: int | None = None, wall: float | None = None, key: Any = None) -> None:
-        """Record an event once: repeats with the same ``key`` (default: the message) are dropped."""
+        """Record an event once: a repeat with the same ``key`` (default: message) is dropped."""
         segment = self._pending or self._segments[-1]
         step = segment.last if step is None else step
         event = RunEvent(kind, step, message, data or {}, wall)
@@ -289,7 +289,10 @@ class RunsBuilder:
         return current  # a step back here is untangled when the run is built
 
     def _close_pending(self, pending: _Segment) -> None:
-        """A process that started but logged no step: its own run if its shape differs, else part of the last."""
+        """A process that started but logged no step: a run of its own if its shape differs.
+
+        Otherwise what it logged (a crash at start-up, say) belongs to the last run.
+        """
         self._pending = None
         if not pending.has_content():
             return

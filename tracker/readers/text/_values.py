@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from core.metrics import to_gib
@@ -76,11 +77,19 @@ def stamp_time(text: str | None) -> float | None:
     if match is None:
         return None
     year, month, day, hour, minute, second, frac = match.groups()
+    start = _hour_start(year, month, day, hour)
+    if start is None:
+        return None
+    return start + int(minute) * 60 + int(second) + (float(f"0.{frac}") if frac else 0.0)
+
+
+@lru_cache(maxsize=256)
+def _hour_start(year: str, month: str, day: str, hour: str) -> float | None:
+    """POSIX time of an hour's start; logs put many lines in one hour, so this is cached."""
     try:
-        when = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+        return datetime(int(year), int(month), int(day), int(hour)).timestamp()
     except ValueError:
         return None
-    return when.timestamp() + (float(f"0.{frac}") if frac else 0.0)
 
 
 _MAX_LITERAL = 20_000

@@ -39,12 +39,13 @@ _TIMER = re.compile(
     r"(?:epoch=(?P<epoch>\d+)/micro_step=\d+/global_step=(?P<step>\d+)|\b\d+/(?P<old>\d+)), "
     r"(?P<rest>(?:RunningAvg)?SamplesPerSec=.*)"
 )
-_TIMER_DONE = re.compile(r"MemAllocated=[\d.]+GB, MaxMemAllocated=[\d.]+GB")
+_TIMER_DONE = re.compile(r"MemAllocated=[\d.]+GB, MaxMemAllocated=[\d.]+GB").search
 _TIMER_NAMES = {"CurrSamplesPerSec": "samples_per_s", "SamplesPerSec": "samples_per_s",
-                "RunningAvgSamplesPerSec": "samples_per_s_avg", "MemAllocated": "mem_allocated_now_gib",
-                "MaxMemAllocated": "mem_peak_gib"}
+                "RunningAvgSamplesPerSec": "samples_per_s_avg",
+                "MemAllocated": "mem_allocated_now_gib", "MaxMemAllocated": "mem_peak_gib"}
 _SEE_MEMORY = re.compile(
-    rf"\bMA (?P<ma>{NUM}) GB\s+Max_MA (?P<max_ma>{NUM}) GB\s+CA (?P<ca>{NUM}) GB\s+Max_CA (?P<max_ca>{NUM}) GB"
+    rf"\bMA (?P<ma>{NUM}) GB\s+Max_MA (?P<max_ma>{NUM}) GB\s+"
+    rf"CA (?P<ca>{NUM}) GB\s+Max_CA (?P<max_ca>{NUM}) GB"
 )
 _HOST_MEMORY = re.compile(rf"CPU Virtual Memory:\s+used = (?P<used>{NUM}) GB")
 _BREAKDOWN = re.compile(r"\btime \(ms\) \|(?P<rest>.*)")
@@ -53,12 +54,16 @@ _REDUCING = re.compile(rf"Reducing dynamic loss scale from (?P<old>{NUM}) to (?P
 _APEX = re.compile(rf"reducing loss scale to (?P<new>{NUM})")
 _OVERFLOW_AT = re.compile(r"Grad overflow on iteration (?P<step>\d+)")
 _PIPE_STEP = re.compile(
-    rf"^steps: (?P<step>\d+) loss: (?P<loss>{NUM}) iter time \(s\): (?P<time>{NUM}) samples/sec: (?P<rate>{NUM})"
+    rf"^steps: (?P<step>\d+) loss: (?P<loss>{NUM}) iter time \(s\): (?P<time>{NUM}) "
+    rf"samples/sec: (?P<rate>{NUM})"
 )
-_ZERO = re.compile(r"Creating (?:\w+ )?ZeRO stage (?P<stage>\d) optimizer|ZeRO Stage (?P<stage2>\d)\b")
+_ZERO = re.compile(
+    r"Creating (?:\w+ )?ZeRO stage (?P<stage>\d) optimizer|ZeRO Stage (?P<stage2>\d)\b"
+)
 _CONFIG = re.compile(r"DeepSpeedEngine configuration:")
 _CONFIG_LINE = re.compile(r"^\s*(?P<key>\w+) \.* ?(?P<value>\S.*?)\s*$")
-_CONFIG_FIELDS = {"zero_optimization_stage": "zero_stage", "train_micro_batch_size_per_gpu": "micro_batch",
+_CONFIG_FIELDS = {"zero_optimization_stage": "zero_stage",
+                  "train_micro_batch_size_per_gpu": "micro_batch",
                   "gradient_accumulation_steps": "grad_accum", "train_batch_size": "global_batch"}
 
 
@@ -101,7 +106,8 @@ def _breakdown(match: re.Match[str], ctx: Context) -> None:
 
 
 def _loss_scale(match: re.Match[str], ctx: Context) -> None:
-    ctx.runs.point(ctx.state.pop("overflow_step", None), {"loss_scale": num(match["new"])}, ctx.wall())
+    step = ctx.state.pop("overflow_step", None)
+    ctx.runs.point(step, {"loss_scale": num(match["new"])}, ctx.wall())
 
 
 def _overflow_at(match: re.Match[str], ctx: Context) -> None:
@@ -110,7 +116,8 @@ def _overflow_at(match: re.Match[str], ctx: Context) -> None:
 
 def _pipe_step(match: re.Match[str], ctx: Context) -> None:
     ctx.runs.point(int(match["step"]), {
-        "loss": num(match["loss"]), "step_time_s": num(match["time"]), "samples_per_s": num(match["rate"]),
+        "loss": num(match["loss"]), "step_time_s": num(match["time"]),
+        "samples_per_s": num(match["rate"]),
     }, ctx.wall())
 
 

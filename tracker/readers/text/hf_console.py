@@ -34,14 +34,17 @@ _ROW_PREFIXES = ("eval_", "train_", "test_", "predict_", "memory/")
 _BAR = re.compile(r"(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\b")
 _ARGS_START = re.compile(r"\b(?P<cls>\w*(?:Arguments|Config))\($")
 # The class of the printed arguments names the framework that printed them.
-_FRAMEWORKS = {"SftArguments": "ms-swift", "RLHFArguments": "ms-swift", "PretrainArguments": "ms-swift",
+_FRAMEWORKS = {"SftArguments": "ms-swift", "RLHFArguments": "ms-swift",
+               "PretrainArguments": "ms-swift",
                "SFTConfig": "trl", "DPOConfig": "trl", "GRPOConfig": "trl", "ORPOConfig": "trl",
                "KTOConfig": "trl", "RewardConfig": "trl", "PPOConfig": "trl"}
 _ARG = re.compile(r"^\s*(?P<key>\w+)=(?P<value>.*?),?\s*$")
 _BANNER = re.compile(r"\*{5} Running training \*{5}")
 _BANNER_LINE = re.compile(r"^\s+(?P<key>[A-Z][^=]*?)\s*=\s*(?P<value>\S.*?)\s*$")
 _BANNER_FIELDS = {"Instantaneous batch size per device": "micro_batch",
-                  "Gradient Accumulation steps": "grad_accum", "Number of trainable parameters": "n_trainable_params"}
+                  "Gradient Accumulation steps": "grad_accum",
+                  "Number of trainable parameters": "n_trainable_params"}
+_METRIC_LINE = re.compile(r"^\s+(?P<key>\w+)\s*=\s*(?P<value>\S+)\s*$")
 _METRICS_BLOCK = re.compile(r"\*{5} (?P<split>\w+) metrics \*{5}")
 _CONTINUING = re.compile(r"Continuing training from global step (?P<step>\d+)")
 _SWIFT_DEEPSPEED = re.compile(r"Using deepspeed: (?P<config>\{.*\})\s*$")
@@ -85,7 +88,7 @@ def _flush(ctx: Context, bar_after: int | None) -> None:
 
 
 def _step(row, ctx: Context, bar_after: int | None) -> int:
-    """The row's step: stated, or inferred (never before the last step, which would look like a resume).
+    """The row's step: stated, or inferred (never below the last step: that would be a resume).
 
     Train rows fall on multiples of ``logging_steps``; a console copy keeps only
     the last redraw of a bar, so the bar is second best for them. Eval rows
@@ -152,7 +155,7 @@ def _args_start(match: re.Match[str], ctx: Context) -> None:
 
 
 def _apply_args(args: dict, ctx: Context) -> None:
-    ctx.run.config["args"] = {k: v for k, v in args.items() if isinstance(v, (int, float, str, bool))}
+    ctx.run.config["args"] = {k: v for k, v in args.items() if isinstance(v, (int, float, str))}
     ctx.run.shape.update(trainer_shape(args), ARGS_SOURCE)
     for key in ("logging_steps", "max_steps"):
         if isinstance(args.get(key), int) and args[key] > 0:
@@ -192,8 +195,7 @@ def _apply_banner(facts: dict[str, str], ctx: Context) -> None:
 def _metrics_block(match: re.Match[str], ctx: Context) -> None:
     """``***** train metrics *****`` then ``  train_runtime = 17:52:38.15`` lines: the summary."""
     def collect(line: Line) -> bool:
-        field = _BANNER_LINE.match(line.text) or re.match(r"^\s+(?P<key>\w+)\s*=\s*(?P<value>\S+)\s*$",
-                                                           line.text)
+        field = _BANNER_LINE.match(line.text) or _METRIC_LINE.match(line.text)
         if field is None:
             ctx.collect = None
             return False
@@ -212,7 +214,8 @@ def _continuing(match: re.Match[str], ctx: Context) -> None:
 def _swift_deepspeed(match: re.Match[str], ctx: Context) -> None:
     config = py_value(match["config"])
     if isinstance(config, dict):
-        ctx.run.shape.update(trainer_shape({"deepspeed": config}), "ms-swift DeepSpeed config in the log")
+        source = "ms-swift DeepSpeed config in the log"
+        ctx.run.shape.update(trainer_shape({"deepspeed": config}), source)
 
 
 def _parameter_info(match: re.Match[str], ctx: Context) -> None:

@@ -19,10 +19,15 @@ from core.runlog import RunLog
 from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._values import NUM, num
 
-_MARKER = re.compile(r"^\W*(?P<kind>epoch|step|iter|iteration|global_step)\b[ :=#]*(?P<n>\d+)\b", re.IGNORECASE)
-_PAIR = re.compile(
-    rf"(?P<key>[A-Za-z][A-Za-z0-9_ ./()-]{{0,40}}?)\s*(?::|=)\s*(?P<value>{NUM})(?P<unit>s|ms|%)?(?![\w.:/])"
+_MARKER = re.compile(
+    r"^\W*(?P<kind>epoch|step|iter|iteration|global_step)\b[ :=#]*(?P<n>\d+)\b", re.IGNORECASE
 )
+_PAIR = re.compile(
+    rf"(?P<key>[A-Za-z][A-Za-z0-9_ ./()-]{{0,40}}?)\s*(?::|=)\s*"
+    rf"(?P<value>{NUM})(?P<unit>s|ms|%)?(?![\w.:/])"
+)
+# Structured files have readers of their own; code and configs are not logs.
+_NOT_CONSOLE = (".json", ".jsonl", ".csv", ".tsv", ".yaml", ".yml", ".py", ".toml")
 _TQDM = ("it/s]", "s/it]", "it/s,", "s/it,", "%|")
 # Markers counted this many distinct times make a file a log, not a config of key: value lines.
 MIN_MARKERS = 3
@@ -72,7 +77,7 @@ DIALECT = Dialect(name="console", framework="script", rules=RULES, signatures=()
 
 
 def sniff(path: Path) -> float:
-    if path.is_dir() or path.suffix.lower() in (".json", ".jsonl", ".csv", ".tsv", ".yaml", ".yml", ".py"):
+    if path.is_dir() or path.suffix.lower() in _NOT_CONSOLE:
         return 0.0
     return _sniff(path)
 

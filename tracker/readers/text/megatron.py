@@ -36,19 +36,22 @@ from tracker.readers.text._values import NUM, STAMP, num, py_value, stamp_time
 
 ARGS_SOURCE = "Megatron arguments"
 _ITERATION = re.compile(
-    rf"(?:\[(?P<stamp>{STAMP})\]\s*)?\biteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)"
+    rf"(?:\[(?P<stamp>{STAMP})\]\s*)?\biteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|"
 )
-_ITERATION_DONE = re.compile(r"\|\s*$")
 _VALIDATION = re.compile(
-    r"validation loss at (?:iteration (?P<step>\d+)|the end of training for (?P<split>\w+) data)[^|]*\|(?P<rest>.*)"
+    r"validation loss at (?:iteration (?P<step>\d+)|the end of training for (?P<split>\w+) data)"
+    r"[^|]*\|(?P<rest>.*)"
 )
-_MEMORY = re.compile(r"\[Rank (?P<rank>\d+)\] \((?P<when>[^)]*)\) memory \((?P<unit>MB|GB)\)\s*\|(?P<rest>.*)")
-_MEMORY_DONE = re.compile(rf"max reserved: {NUM}|mem-allocated-count: \d+")
+_MEMORY = re.compile(
+    r"\[Rank (?P<rank>\d+)\] \((?P<when>[^)]*)\) memory \((?P<unit>MB|GB)\)\s*\|(?P<rest>.*)"
+)
+_MEMORY_DONE = re.compile(rf"max reserved: {NUM}|mem-allocated-count: \d+").search
 _MEMORY_WHEN = re.compile(r"after (\d+) iterations|iteration (\d+)")
 _MB_NAMES = {"max allocated": "mem_peak_gib", "max reserved": "mem_reserved_gib",
              "allocated": "mem_allocated_now_gib", "reserved": "mem_reserved_now_gib",
              "total device memory used": "mem_used_gib"}
-_GB_NAMES = {"mem-max-allocated-gigabytes": "mem_peak_gib", "mem-max-reserved-gigabytes": "mem_reserved_gib",
+_GB_NAMES = {"mem-max-allocated-gigabytes": "mem_peak_gib",
+             "mem-max-reserved-gigabytes": "mem_reserved_gib",
              "mem-allocated-gigabytes": "mem_allocated_now_gib",
              "mem-reserved-gigabytes": "mem_reserved_now_gib"}
 _PER_RANK = ("mem_peak_gib", "mem_reserved_gib")
@@ -58,17 +61,23 @@ _THEORY = re.compile(
 )
 _ARGS_START = re.compile(r"-{4,} arguments -{4,}")
 _ARG = re.compile(r"^\s*(?P<key>\w+) \.{2,} ?(?P<value>.*?)\s*$")
-_VOCAB = re.compile(r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (?P<vocab>\d+)\)")
+_VOCAB = re.compile(r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (?P<n>\d+)\)")
 _RANK_PARAMS = re.compile(
-    r"number of parameters on \(tensor, pipeline\) model parallel rank \((?P<tp>\d+), (?P<pp>\d+)\): (?P<n>\d+)"
+    r"number of parameters on \(tensor, pipeline\) model parallel rank "
+    r"\((?P<tp>\d+), (?P<pp>\d+)\): (?P<n>\d+)"
 )
 _TOTAL_PARAMS = re.compile(rf"Total number of parameters in billions: (?P<n>{NUM})")
 _MICROBATCHES = re.compile(r"setting number of microbatches to constant (?P<n>\d+)")
 _TRAINING_START = re.compile(rf"\[before the start of training step\] datetime: (?P<stamp>{STAMP})")
 
 
+def _iteration_done(text: str) -> bool:
+    """Megatron ends every field, the last one too, with " |"."""
+    return text.rstrip().endswith("|")
+
+
 def _iteration(match: re.Match[str], ctx: Context) -> None:
-    metrics = _fields(match["rest"])
+    metrics = _fields(match.string[match.end():])
     wall = stamp_time(match["stamp"]) or ctx.wall()
     ctx.runs.point(int(match["step"]), metrics, wall)
     ctx.run.config["train_iters"] = int(match["total"])
@@ -79,11 +88,14 @@ def _fields(text: str) -> dict[str, float]:
     out = {}
     for field in text.split("|"):
         key, sep, value = field.rpartition(":")
-        if sep and key.strip():
+        if sep:
             try:
-                out[key.strip()] = num(value.strip())
+                out[key.strip()] = float(value)
             except ValueError:
-                pass
+                try:
+                    out[key.strip()] = num(value.strip())
+                except ValueError:
+                    pass
     return out
 
 
@@ -92,7 +104,7 @@ def _validation(match: re.Match[str], ctx: Context) -> None:
     if match["split"] and match["split"] != "val":  # the final test-set figures
         ctx.run.summary.update({f"{match['split']}/{key}": value for key, value in fields.items()})
         return
-    metrics = {"eval_loss" if key == "lm loss" else f"eval/{key}": value for key, value in fields.items()}
+    metrics = {"eval_loss" if key == "lm loss" else f"eval/{key}": v for key, v in fields.items()}
     step = int(match["step"]) if match["step"] else None
     ctx.runs.point(step, metrics, ctx.wall())
 
@@ -102,13 +114,15 @@ def _memory(match: re.Match[str], ctx: Context) -> None:
     when = _MEMORY_WHEN.search(match["when"])
     step = int(when.group(1) or when.group(2)) if when else None
     if match["unit"] == "MB":  # MiB in fact (bytes / 2**20)
-        metrics = {_MB_NAMES[k]: v / 1024 for k, v in _fields(match["rest"]).items() if k in _MB_NAMES}
+        fields = _fields(match["rest"])
+        metrics = {_MB_NAMES[k]: v / 1024 for k, v in fields.items() if k in _MB_NAMES}
     else:  # Megatron-Bridge: decimal gigabytes
         metrics = {_gb_name(k): (v * 1e9 / GIB if k.endswith("-gigabytes") else v)
                    for k, v in _fields(match["rest"]).items()}
     rank = match["rank"]
     ctx.runs.point(step, metrics, ctx.wall(), peak=True)
-    ctx.runs.point(step, {f"{m}/rank{rank}": metrics[m] for m in _PER_RANK if m in metrics}, ctx.wall())
+    per_rank = {f"{m}/rank{rank}": metrics[m] for m in _PER_RANK if m in metrics}
+    ctx.runs.point(step, per_rank, ctx.wall())
     for metric in _PER_RANK:
         ctx.runs.note_scope(metric, "cumulative")
 
@@ -128,7 +142,7 @@ def _theory(match: re.Match[str], ctx: Context) -> None:
 
 
 def _args_start(match: re.Match[str], ctx: Context) -> None:
-    """Collect ``  name ...... value`` lines until ``end of arguments`` (other ranks' lines pass)."""
+    """Collect ``  name ..... value`` lines up to ``end of arguments`` (other ranks' lines pass)."""
     ctx.runs.restart()
     args = ctx.state["args"] = {}
 
@@ -152,7 +166,8 @@ def _apply_args(ctx: Context) -> None:
         return
     ctx.run.config["args"] = args
     ctx.run.shape.update(megatron_shape(args), ARGS_SOURCE)
-    ctx.run.shape.set("framework", "megatron-deepspeed" if args.get("deepspeed") else "megatron-lm", ARGS_SOURCE)
+    framework = "megatron-deepspeed" if args.get("deepspeed") else "megatron-lm"
+    ctx.run.shape.set("framework", framework, ARGS_SOURCE)
     micro, batch = args.get("micro_batch_size"), args.get("global_batch_size")
     dp = args.get("data_parallel_size")
     if all(isinstance(v, int) and v for v in (micro, batch, dp)):
@@ -177,13 +192,13 @@ def megatron_shape(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _vocab(match: re.Match[str], ctx: Context) -> None:
-    ctx.run.shape.set("vocab", int(match["vocab"]), "Megatron tokenizer log")
+    ctx.run.shape.set("vocab", int(match["n"]), "Megatron tokenizer log")
 
 
 def _rank_params(match: re.Match[str], ctx: Context) -> None:
     counts = ctx.state.setdefault("rank_params", {})
     counts[(match["tp"], match["pp"])] = int(match["n"])
-    ctx.run.shape.set("n_params", sum(counts.values()), "Megatron parameter counts per model-parallel rank")
+    ctx.run.shape.set("n_params", sum(counts.values()), "Megatron parameter counts per TP/PP rank")
 
 
 def _total_params(match: re.Match[str], ctx: Context) -> None:
@@ -207,7 +222,7 @@ def _finish(ctx: Context) -> None:
 
 
 RULES = (
-    Rule("iteration", _ITERATION, _iteration, done=_ITERATION_DONE),
+    Rule("iteration", _ITERATION, _iteration, done=_iteration_done),
     Rule("memory (", _MEMORY, _memory, done=_MEMORY_DONE, any_rank=True),
     Rule("validation loss at", _VALIDATION, _validation),
     Rule("Theoretical memory footprints", _THEORY, _theory),

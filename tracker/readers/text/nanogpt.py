@@ -27,10 +27,13 @@ _ITER = re.compile(
     rf"^iter (?P<step>\d+): loss (?P<loss>{NUM})(?: [A-Za-z]+)?, time (?P<ms>{NUM}) ?ms"
     rf"(?:, mfu (?P<mfu>{NUM})%)?"
 )
-_EVAL = re.compile(rf"^step (?P<step>\d+): train loss (?P<train>{NUM})(?: [A-Za-z]+)?, val loss (?P<val>{NUM})")
+_EVAL = re.compile(
+    rf"^step (?P<step>\d+): train loss (?P<train>{NUM})(?: [A-Za-z]+)?, val loss (?P<val>{NUM})"
+)
 _LLMC_FILE = re.compile(r"^s:(?P<step>\d+) (?P<rest>[a-z]+:.*)")
 _LLMC_FIELD = re.compile(rf"(?P<key>[a-z]+):(?P<value>{NUM})")
-_LLMC_NAMES = {"trl": "loss", "tel": "eval_loss", "lr": "lr", "norm": "grad_norm", "eval": "eval/hellaswag"}
+_LLMC_NAMES = {"trl": "loss", "tel": "eval_loss", "lr": "lr", "norm": "grad_norm",
+               "eval": "eval/hellaswag"}
 _LLMC_CONSOLE = re.compile(
     rf"^step\s+(?P<step>\d+)/\d+ \| (?:train )?loss (?P<loss>{NUM}) \| norm (?P<norm>{NUM}) \| "
     rf"lr (?P<lr>{NUM}) \| (?P<ms>{NUM}) ms \| (?P<mfu>{NUM})% \w* ?MFU \| (?P<tps>{NUM}) tok/s"
@@ -40,7 +43,10 @@ _MODDED = re.compile(r"^step:(?P<step>\d+)/\d+ (?P<rest>\w+:.*)")
 _MODDED_FIELD = re.compile(rf"(?P<key>\w+):(?P<value>{NUM})(?P<ms>ms)?")
 _MODDED_NAMES = {"train_loss": "loss", "val_loss": "eval_loss", "step_avg": "step_time_s",
                  "train_time": "train_time_s"}
-_PEAK = re.compile(r"peak memory (?:allocated|consumption): (?P<alloc>\d+) ?MiB(?: reserved: (?P<reserved>\d+) ?MiB)?")
+_PEAK = re.compile(
+    r"peak memory (?:allocated|consumption): (?P<alloc>\d+) ?MiB"
+    r"(?: reserved: (?P<reserved>\d+) ?MiB)?"
+)
 _PARAMS = re.compile(rf"number of parameters: (?P<n>{NUM})M")
 _VOCAB = re.compile(r"found vocab_size = (?P<n>\d+)")
 _START = re.compile(r"^(?:Initializing a new model from scratch|Resuming training from )")

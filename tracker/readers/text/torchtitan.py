@@ -25,14 +25,18 @@ from tracker.readers.text._values import NUM, num
 
 SOURCE = "torchtitan log"
 _STEP = re.compile(r"\b(?P<validate>validate )?step:\s*(?P<step>\d+)\s+(?P<rest>[a-z_]+:.*)")
-_FIELD = re.compile(rf"(?P<key>[a-z_]+):\s*(?P<value>{NUM}|N/A|--)(?P<unit>GiB|s|%)?(?:\((?P<pct>{NUM})%\))?")
+_FIELD = re.compile(
+    rf"(?P<key>[a-z_]+):\s*(?P<value>{NUM}|N/A|--)(?P<unit>GiB|s|%)?(?:\((?P<pct>{NUM})%\))?"
+)
 _NAMES = {"memory": "mem_reserved_gib", "tps": "tokens_per_s", "wps": "tokens_per_s",
           "per_device_tps": "tokens_per_s_per_device", "step_time": "step_time_s",
           "elapsed_time_per_step": "step_time_s"}
 _MODEL_ARGS = re.compile(r"Building (?P<name>.+?) with \w*ModelArgs\((?P<args>.*)\)")
 _ARG = re.compile(r"(\w+)=(-?\d+)\b")
 _SIZE = re.compile(r"Model (?P<name>.+?) size: (?P<n>[\d,]+) total parameters")
-_CAPACITY = re.compile(rf"(?:CUDA|ROCM|GPU|XPU) capacity: (?P<gpu>.+?) with (?P<gib>{NUM})GiB memory")
+_CAPACITY = re.compile(
+    rf"(?:CUDA|ROCM|GPU|XPU) capacity: (?P<gpu>.+?) with (?P<gib>{NUM})GiB memory"
+)
 _CHECKPOINTING = re.compile(r"Applied (?P<mode>selective|full)(?: layer)? activation checkpointing")
 _MESH = re.compile(r"Building \d+-D device mesh with \[(?P<names>[^\]]*)\], \[(?P<sizes>[^\]]*)\]")
 _START = re.compile(r"Starting job: ")
@@ -109,7 +113,8 @@ DIALECT = Dialect(
     framework="torchtitan",
     rules=RULES,
     signatures=(
-        (re.compile(r"\bstep:\s*\d+\s+loss:\s*[\d.]+\s+(?:grad_norm:\s*[\d.]+\s+)?memory:\s*[\d.]+GiB"), 0.95),
+        (re.compile(r"\bstep:\s*\d+\s+loss:\s*[\d.]+\s+(?:grad_norm:\s*[\d.]+\s+)?memory:\s*[\d.]+GiB"),
+         0.95),
         (re.compile(r"\bstep:\s*\d+\s+loss:\s*[\d.]+\s+.*\b[tw]ps:\s*[\d,]+"), 0.9),
         (re.compile(r"^\[titan\]|Starting job: .*training"), 0.7),
     ),
