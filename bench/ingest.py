@@ -1,12 +1,13 @@
 """Ingest speed, against what users would otherwise use (issue 2, "Speed").
 
-Writes a STEPS-step x 4-metric log as Headroom JSONL, generic JSONL, CSV and a
-TensorBoard event file into a temporary folder (never the repository), then
-times in one run:
+Writes a STEPS-step x 4-metric log as Headroom JSONL, generic JSONL, CSV, a
+TensorBoard event file and a Megatron-LM console log (a line per step) into a
+temporary folder (never the repository), then times in one run:
 
 - Headroom's ingest of each file (``tracker.ingest.ingest`` into a fresh SQLite store);
 - the baseline of each case: pyarrow alone parsing the JSONL and CSV (the floor),
-  TensorBoard's ``EventAccumulator`` loading every point of the event file;
+  TensorBoard's ``EventAccumulator`` loading every point of the event file, and for
+  the console log Python's bare line iteration (the floor) and a one-regex script;
 - MLflow's ``log_batch`` into its SQLite store for the same points, in a separate
   interpreter where MLflow is installed (``--mlflow-python``; skipped otherwise);
 - reading one million-point series back from the store.
@@ -147,6 +148,23 @@ def write_events(folder: Path, log: Log) -> Path:
     return path.parent
 
 
+def write_megatron(folder: Path, log: Log) -> Path:
+    """A Megatron-LM console log: one iteration line per step, a memory report every 100 steps."""
+    path = folder / "megatron.log"
+    loss, lr, mem, tps = (log.columns[m].tolist() for m in METRICS)
+    with open(path, "w") as f:
+        for i, step in enumerate(log.steps.tolist(), start=0):
+            f.write(f" [2026-01-01 00:{i // 60 % 60:02d}:{i % 60:02d}] iteration {step + 1:8d}/{len(loss):8d} |"
+                    f" consumed samples: {(step + 1) * 512:12d} | elapsed time per iteration (ms): "
+                    f"{512 * 4096 / tps[i] * 1000:.1f} | learning rate: {lr[i]:.6E} | global batch size:"
+                    f"   512 | lm loss: {loss[i]:.6E} | loss scale: 1.0 | grad norm: 1.234 | number of "
+                    "skipped iterations:   0 | number of nan iterations:   0 |\n")
+            if step % 100 == 0:
+                f.write(f"[Rank 0] (after {step + 1} iterations) memory (MB) | allocated: 15012.25 | "
+                        f"max allocated: {mem[i] * 1024:.2f} | reserved: 65000.00 | max reserved: 65000.00\n")
+    return path
+
+
 # Baselines
 
 
@@ -170,12 +188,35 @@ def event_accumulator(folder: Path) -> int:
     return sum(len(accumulator.Scalars(tag)) for tag in accumulator.Tags()["scalars"])
 
 
+def python_lines(path: Path) -> int:
+    """The floor for a text log: Python reading its lines and doing nothing with them."""
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def regex_script(path: Path) -> int:
+    """What a user's own parse script does: one regex per line, a float per field."""
+    import re
+
+    line_re = re.compile(r"iteration\s+(\d+)/.*?learning rate: (\S+) \|.*?lm loss: (\S+) \|")
+    points = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            match = line_re.search(line)
+            if match:
+                points.append((int(match[1]), float(match[2]), float(match[3])))
+    return len(points)
+
+
 CASES: list[Case] = [
     Case("JSONL (Headroom)", write_headroom_jsonl, [Baseline("pyarrow.json parse", arrow_json, 2.0)]),
     Case("JSONL (generic)", write_jsonl, [Baseline("pyarrow.json parse", arrow_json, 2.0)]),
     Case("CSV", write_csv, [Baseline("pyarrow.csv parse", arrow_csv, 2.0)]),
     Case("TensorBoard", write_events,
          [Baseline("EventAccumulator, size_guidance 0", event_accumulator, 1 / 5)]),
+    Case("Megatron console log", write_megatron,
+         [Baseline("Python line iteration (floor)", python_lines),
+          Baseline("regex script (loss and lr only)", regex_script)]),
 ]
 
 
