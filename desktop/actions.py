@@ -1,0 +1,68 @@
+"""Every menu and toolbar command in one table: id, text, shortcut, menu, and the slot it calls.
+
+Adding a command (a later panel's "Size my next run…") is one row here and one
+method on the main window; menus and the toolbar are built from this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtGui import QKeySequence
+
+Key = QKeySequence.StandardKey
+
+MENUS = ("&File", "&Edit", "&View", "&Help")
+# What a standard key means where the platform theme does not say (bare X11, offscreen).
+FALLBACKS: dict[QKeySequence.StandardKey, str] = {
+    Key.Open: "Ctrl+O", Key.Refresh: "F5", Key.Quit: "Ctrl+Q", Key.Delete: "Del",
+    Key.SelectAll: "Ctrl+A", Key.Find: "Ctrl+F", Key.FullScreen: "F11",
+}
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    id: str
+    text: str
+    menu: str
+    slot: str  # name of the MainWindow method the action calls
+    shortcut: QKeySequence.StandardKey | str | None = None
+    tip: str = ""
+    toolbar: bool = False
+    checkable: bool = False
+    separator: bool = False  # a separator before it in its menu
+
+    def shortcuts(self) -> list[QKeySequence]:
+        """The platform's keys for a standard shortcut (else the usual ones), or the given key."""
+        if isinstance(self.shortcut, QKeySequence.StandardKey):
+            keys = QKeySequence.keyBindings(self.shortcut)
+            return keys or [QKeySequence(FALLBACKS[self.shortcut])]
+        return [QKeySequence(self.shortcut)] if self.shortcut else []
+
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("open_files", "&Open Files…", "&File", "open_files", Key.Open,
+               "Ingest training logs: trainer_state.json, JSONL, CSV, console logs…", toolbar=True),
+    ActionSpec("open_folder", "Open F&older…", "&File", "open_folder", "Ctrl+Shift+O",
+               "Ingest every run found in a folder", toolbar=True),
+    ActionSpec("load_samples", "Load &Sample Runs", "&File", "load_samples", None,
+               "Ingest the sample runs bundled with Headroom"),
+    ActionSpec("reload", "&Reload", "&File", "reload", Key.Refresh,
+               "Re-read every run's logs: new points are added, unchanged logs skipped",
+               toolbar=True),
+    ActionSpec("export_plots", "&Export Plots…", "&File", "export_plots", "Ctrl+E",
+               "Save the plots as PNG or SVG, or the shown points as CSV", separator=True),
+    ActionSpec("quit", "&Quit", "&File", "close", Key.Quit, separator=True),
+    ActionSpec("rename", "&Rename Run…", "&Edit", "rename_run", "F2"),
+    ActionSpec("tags", "Edit &Tags…", "&Edit", "edit_tags", "Ctrl+T"),
+    ActionSpec("notes", "&Notes…", "&Edit", "edit_notes", "Ctrl+Shift+N"),
+    ActionSpec("delete", "&Delete Runs…", "&Edit", "delete_runs", Key.Delete,
+               "Remove the selected runs from the database (your files are not touched)",
+               toolbar=True),
+    ActionSpec("select_all", "Select &All Runs", "&Edit", "select_all", Key.SelectAll,
+               separator=True),
+    ActionSpec("find", "&Find Runs…", "&Edit", "find", Key.Find, "Filter the runs table"),
+    ActionSpec("full_screen", "&Full Screen", "&View", "toggle_full_screen", Key.FullScreen,
+               checkable=True),
+    ActionSpec("about", "&About Headroom", "&Help", "about"),
+)

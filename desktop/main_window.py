@@ -1,0 +1,254 @@
+"""The main window: layout, menus, toolbar, status bar, and drops anywhere on it.
+
+Layout only: the panels come from :data:`desktop.panels.PANELS`, the commands
+from :data:`desktop.actions.ACTIONS`; the work is the services' and views'.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDragMoveEvent, QDropEvent
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QHeaderView,
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QToolBar,
+    QWidget,
+)
+
+from desktop import dialogs
+from desktop.actions import ACTIONS, MENUS
+from desktop.panels import PANELS
+from desktop.services import AppServices
+from desktop.settings import Settings
+from desktop.views.runs_panel import RunsPanel
+from desktop.widgets.drop import local_paths
+from desktop.widgets.empty_state import EmptyState
+from tracker.readers import READERS
+
+DOCK_AREAS = {"bottom": Qt.DockWidgetArea.BottomDockWidgetArea,
+              "right": Qt.DockWidgetArea.RightDockWidgetArea}
+LOG_FILTER = ("Training logs (*.json *.jsonl *.csv *.tsv *.log *.txt *.out *.yaml *.toml "
+              "*tfevents* *.wandb);;All files (*)")
+DEFAULT_SIZE = QSize(1440, 900)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, services: AppServices, settings: Settings) -> None:
+        super().__init__()
+        self.services, self.settings = services, settings
+        self.setWindowTitle("Headroom")
+        self.setObjectName("mainWindow")
+        self.setAcceptDrops(True)
+        self.runs_panel = RunsPanel(services)
+        self.left = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
+        self.left.addWidget(self.runs_panel)
+        self.left.setStretchFactor(0, 3)
+        self.tabs = QTabWidget(documentMode=True)
+        self.panels: dict[str, QWidget] = {}
+        self.docks: dict[str, QDockWidget] = {}
+        self._add_panels()
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, childrenCollapsible=False)
+        self.splitter.addWidget(self.left)
+        self.splitter.addWidget(self.tabs)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([600, 840])
+        self.empty = EmptyState([r.label for r in READERS])
+        self.central = QStackedWidget()
+        self.central.addWidget(self.empty)
+        self.central.addWidget(self.splitter)
+        self.setCentralWidget(self.central)
+        self.actions_: dict[str, QAction] = {}
+        self._followers: dict[QWidget, QAction] = {}
+        self._add_actions()
+        self._add_status_bar()
+        self._connect()
+        self._restore()
+        self._on_runs_changed()
+        self.runs_panel.reload()
+
+    # ---- Building
+
+    def _add_panels(self) -> None:
+        for spec in PANELS:
+            widget = spec.factory(self.services, self.settings)
+            self.panels[spec.key] = widget
+            if spec.area == "tab":
+                self.tabs.addTab(widget, spec.title)
+            elif spec.area == "left":
+                self.left.addWidget(widget)
+                self.left.setStretchFactor(self.left.count() - 1, 1)
+                widget.hide()  # shown when it has something to say
+            else:
+                dock = QDockWidget(spec.title, self, objectName=f"{spec.key}Dock")
+                dock.setWidget(widget)
+                self.addDockWidget(DOCK_AREAS[spec.area], dock)
+                self.docks[spec.key] = dock
+
+    def _add_actions(self) -> None:
+        menus = {title: self.menuBar().addMenu(title) for title in MENUS}
+        toolbar = QToolBar("Main", self, objectName="mainToolbar", movable=False)
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.addToolBar(toolbar)
+        for spec in ACTIONS:
+            action = QAction(spec.text, self, checkable=spec.checkable, toolTip=spec.tip or None,
+                             statusTip=spec.tip)
+            action.setShortcuts(spec.shortcuts())
+            action.triggered.connect(getattr(self, spec.slot))
+            if spec.separator:
+                menus[spec.menu].addSeparator()
+            menus[spec.menu].addAction(action)
+            if spec.toolbar:
+                toolbar.addAction(action)
+            self.actions_[spec.id] = action
+        menus["&View"].addSeparator()
+        for spec in PANELS:
+            if spec.area == "left":
+                menus["&View"].addAction(self._visibility_action(spec.title, self.panels[spec.key]))
+        for dock in self.docks.values():
+            menus["&View"].addAction(dock.toggleViewAction())
+
+    def _visibility_action(self, title: str, widget: QWidget) -> QAction:
+        """A checkable Show/Hide command that follows the widget's own visibility."""
+        action = QAction(title, self, checkable=True)
+        action.toggled.connect(widget.setVisible)
+        self._followers[widget] = action
+        widget.installEventFilter(self)
+        return action
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.Show, QEvent.Type.Hide) and watched in self._followers:
+            self._followers[watched].setChecked(event.type() == QEvent.Type.Show)
+        return super().eventFilter(watched, event)
+
+    def _add_status_bar(self) -> None:
+        self.count_label = QLabel()
+        self.db_label = QLabel(f"Database: {self.services.store.display_url}")
+        self.db_label.setStyleSheet("color: #616e7c;")
+        self.statusBar().addPermanentWidget(self.db_label)
+        self.statusBar().addPermanentWidget(self.count_label)
+
+    def _connect(self) -> None:
+        s = self.services
+        s.sig_runs_changed.connect(self._on_runs_changed)
+        s.sig_ingest_started.connect(self._on_ingest_started)
+        s.sig_message.connect(lambda text: self.statusBar().showMessage(text, 10_000))
+        self.empty.sig_open_files_requested.connect(self.open_files)
+        self.empty.sig_open_folder_requested.connect(self.open_folder)
+        self.empty.sig_samples_requested.connect(self.load_samples)
+
+    # ---- Window state
+
+    def _restore(self) -> None:
+        geometry = self.settings.layout("geometry")
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(DEFAULT_SIZE)
+        state = self.settings.layout("window")
+        if state is None or not self.restoreState(state):
+            for dock in self.docks.values():
+                dock.hide()  # shown when there is something to show
+        for key, widget in self._layout_parts().items():
+            state = self.settings.layout(key)
+            if state is not None:
+                widget.restoreState(state)
+
+    def _layout_parts(self) -> dict[str, QSplitter | QHeaderView]:
+        """Parts whose layout the user shapes and the next launch restores."""
+        return {"splitter": self.splitter, "left": self.left,
+                "runs_header": self.runs_panel.table.horizontalHeader()}
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.settings.set_layout("geometry", self.saveGeometry())
+        self.settings.set_layout("window", self.saveState())
+        for key, widget in self._layout_parts().items():
+            self.settings.set_layout(key, widget.saveState())
+        self.settings.sync()
+        self.services.shutdown()
+        super().closeEvent(event)
+
+    # ---- Drops anywhere on the window
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if local_paths(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
+        if local_paths(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = local_paths(event.mimeData())
+        if paths:
+            event.acceptProposedAction()
+            self.services.ingest(paths)
+
+    # ---- Slots
+
+    def _on_runs_changed(self) -> None:
+        count = self.services.run_count()
+        self.count_label.setText(f"{count} run{'s' if count != 1 else ''}")
+        self.central.setCurrentWidget(self.splitter if count else self.empty)
+
+    def _on_ingest_started(self, _paths: list[str]) -> None:
+        self.panels["ingest"].show()
+
+    # ---- Commands (the slots named in ACTIONS)
+
+    def open_files(self) -> None:
+        names, _ = QFileDialog.getOpenFileNames(self, "Open training logs",
+                                                self.settings.last_folder, LOG_FILTER)
+        if names:
+            self.settings.last_folder = str(Path(names[0]).parent)
+            self.services.ingest(names)
+
+    def open_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open a run folder or a folder of runs",
+                                                  self.settings.last_folder)
+        if folder:
+            self.settings.last_folder = folder
+            self.services.ingest([folder])
+
+    def load_samples(self) -> None:
+        self.services.ingest(self.services.sample_paths())
+
+    def reload(self) -> None:
+        self.services.reload()
+
+    def export_plots(self) -> None:
+        self.tabs.setCurrentWidget(self.panels["plots"])
+        self.panels["plots"].export_dialog()
+
+    def rename_run(self) -> None:
+        self.runs_panel.rename_current()
+
+    def edit_tags(self) -> None:
+        self.runs_panel.edit_tags()
+
+    def edit_notes(self) -> None:
+        self.runs_panel.edit_notes()
+
+    def delete_runs(self) -> None:
+        self.runs_panel.delete_selected()
+
+    def select_all(self) -> None:
+        self.runs_panel.select_all()
+
+    def find(self) -> None:
+        self.runs_panel.focus_filter()
+
+    def toggle_full_screen(self) -> None:
+        if self.isFullScreen():
+            self.showNormal()
+        else:
+            self.showFullScreen()
+        self.actions_["full_screen"].setChecked(self.isFullScreen())
+
+    def about(self) -> None:
+        dialogs.about(self, self.services.store.display_url)

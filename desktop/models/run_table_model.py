@@ -1,0 +1,155 @@
+"""The runs table: a Qt model over run summaries, and a proxy that filters it.
+
+Rows are computed once per load (:mod:`desktop.presenters.run_columns`), so
+``data()`` is a tuple lookup. Sorting happens in the source model over all
+rows in one Python sort (the proxy forwards it), which keeps a click on a
+header instant for thousands of runs; the proxy only filters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
+from PySide6.QtGui import QColor
+
+from desktop.presenters.run_columns import COLUMNS, RunRow, make_row, matches, sort_rows
+from tracker.db.runs import RunSummary
+
+RUN_ID_ROLE = Qt.ItemDataRole.UserRole + 1
+SORT_ROLE = Qt.ItemDataRole.UserRole + 2
+_CRASHED = QColor("#c62828")
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+Index = QModelIndex | QPersistentModelIndex
+
+
+class RunTableModel(QAbstractTableModel):
+    """One row per run, one column per :data:`COLUMNS` entry."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._rows: list[RunRow] = []
+        self._sort: tuple[int, bool] | None = None
+
+    # ---- Public API
+
+    def set_runs(self, runs: list[RunSummary]) -> None:
+        """Replace the rows (keeping the current sort order)."""
+        self.beginResetModel()
+        self._rows = [make_row(r) for r in runs]
+        if self._sort is not None:
+            self._rows = sort_rows(self._rows, *self._sort)
+        self.endResetModel()
+
+    def run(self, row: int) -> RunSummary:
+        return self._rows[row].run
+
+    def row_data(self, row: int) -> RunRow:
+        return self._rows[row]
+
+    def row_of(self, run_id: int) -> int | None:
+        return next((i for i, r in enumerate(self._rows) if r.run.id == run_id), None)
+
+    def formats(self) -> list[str]:
+        return sorted({r.run.format for r in self._rows})
+
+    def tags(self) -> list[str]:
+        return sorted({t for r in self._rows for t in r.run.tags})
+
+    # ---- Qt model interface
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row, column = self._rows[index.row()], index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return row.texts[column]
+        if role == RUN_ID_ROLE:
+            return row.run.id
+        if role == SORT_ROLE:
+            return row.keys[column]
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return _RIGHT if COLUMNS[column].numeric else _LEFT
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tooltip(row, column)
+        if role == Qt.ItemDataRole.ForegroundRole and row.run.status == "crashed" and column == 0:
+            return _CRASHED
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section].title
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return COLUMNS[section].tip or None
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return _RIGHT if COLUMNS[section].numeric else _LEFT
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        if not 0 <= column < len(COLUMNS):
+            return
+        self._sort = (column, order == Qt.SortOrder.DescendingOrder)
+        self.layoutAboutToBeChanged.emit()
+        old = {id(r): i for i, r in enumerate(self._rows)}
+        self._rows = sort_rows(self._rows, *self._sort)
+        moved = {old[id(r)]: i for i, r in enumerate(self._rows)}
+        self._move_persistent(moved)
+        self.layoutChanged.emit()
+
+    # ---- Private API
+
+    def _move_persistent(self, moved: dict[int, int]) -> None:
+        indexes = self.persistentIndexList()
+        self.changePersistentIndexList(
+            indexes, [self.index(moved[i.row()], i.column()) for i in indexes]
+        )
+
+    @staticmethod
+    def _tooltip(row: RunRow, column: int) -> str | None:
+        run = row.run
+        if COLUMNS[column].key == "model":
+            return run.shape.model
+        if column == 0:
+            lines = [run.name, run.source_path, f"status: {run.status}"]
+            return "\n".join(lines + ([run.notes] if run.notes else []))
+        return row.texts[column] or None
+
+
+class RunFilterProxy(QSortFilterProxyModel):
+    """Filters by words (name, model, format, tags, path, notes), one tag and one format."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._text = ""
+        self._tag: str | None = None
+        self._format: str | None = None
+
+    def set_filters(self, text: str, tag: str | None, fmt: str | None) -> None:
+        """Filter by words, a tag and a format (None: any)."""
+        self.beginFilterChange()
+        self._text, self._tag, self._format = text, tag, fmt
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
+        row = self.sourceModel().row_data(source_row)
+        return matches(row, self._text, self._tag, self._format)
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sorting is the source model's: one Python sort, not a C++ -> Python call per pair."""
+        self.sourceModel().sort(column, order)

@@ -1,0 +1,1 @@
+"""The window's panels; each takes the app services and renders what presenters decide."""

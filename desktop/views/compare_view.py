@@ -1,0 +1,86 @@
+"""Compare the selected runs: the settings that differ, side by side, then the results."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTreeView, QVBoxLayout, QWidget
+
+from desktop.presenters import compare
+from desktop.presenters.plot_data import colour
+from desktop.services import AppServices
+
+SELECT_TWO = "Select two or more runs to compare their settings."
+_DIFFERS = QBrush(QColor("#fff4ce"))
+
+
+class CompareView(QWidget):
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._services = services
+        self._stale = True
+        self.only_differences = QCheckBox("Only settings that differ", checked=True)
+        self.only_differences.toggled.connect(self.refresh)
+        self.summary = QLabel(SELECT_TWO)
+        self.summary.setStyleSheet("color: #52606d;")
+        self.model = QStandardItemModel(self)
+        self.tree = QTreeView(uniformRowHeights=True, alternatingRowColors=True)
+        self.tree.setModel(self.model)
+        self.tree.setEditTriggers(QTreeView.EditTrigger.NoEditTriggers)
+        bar = QHBoxLayout()
+        bar.addWidget(self.summary, 1)
+        bar.addWidget(self.only_differences)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(bar)
+        layout.addWidget(self.tree)
+        services.sig_selection_changed.connect(self.refresh)
+        services.sig_runs_changed.connect(self.refresh)
+
+    def refresh(self) -> None:
+        """Rebuild the table; while the tab is hidden, only note that it is out of date."""
+        if not self.isVisible():
+            self._stale = True
+            return
+        self._stale = False
+        runs = self._services.runs(list(self._services.selected))
+        self.model.clear()
+        if len(runs) < 2:
+            self.summary.setText(SELECT_TWO)
+            return
+        table = [compare.CompareRun(r, self._services.config(r.id)) for r in runs]
+        rows = compare.compare(table, self.only_differences.isChecked())
+        self._set_headers([r.name for r in runs])
+        self._fill(rows)
+        differing = sum(r.differs for r in rows if r.section != "Results")
+        self.summary.setText(f"{len(runs)} runs · {differing} settings differ")
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self.refresh()
+
+    def _set_headers(self, names: list[str]) -> None:
+        self.model.setHorizontalHeaderLabels(["Setting", *names])
+        for i in range(len(names)):
+            self.model.horizontalHeaderItem(i + 1).setForeground(QBrush(QColor(colour(i))))
+        self.tree.setColumnWidth(0, 260)
+        for i in range(len(names)):
+            self.tree.setColumnWidth(i + 1, 170)
+
+    def _fill(self, rows: list[compare.CompareRow]) -> None:
+        sections: dict[str, QStandardItem] = {}
+        for row in rows:
+            if row.section not in sections:
+                head = QStandardItem(row.section)
+                font = head.font()
+                font.setBold(True)
+                head.setFont(font)
+                sections[row.section] = head
+                self.model.appendRow(head)
+            items = [QStandardItem(row.key), *(QStandardItem(v) for v in row.values)]
+            for item in items[1:]:
+                item.setToolTip(item.text())
+                if row.differs:
+                    item.setBackground(_DIFFERS)
+            sections[row.section].appendRow(items)
+        self.tree.expandAll()

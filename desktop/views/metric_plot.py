@@ -1,0 +1,126 @@
+"""One metric panel: a pyqtgraph plot of the selected runs' curves, marks and hover readout.
+
+Configured once for big series: peak (min/max) downsampling keeps spikes
+visible, clip-to-view draws only the visible range, ``connect="finite"`` leaves
+gaps at NaN/Inf (which are also marked with a red x), and raw curves behind
+smoothed ones are left out of auto-range so one spike cannot flatten a plot.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+
+from desktop.presenters import formatting as fmt
+from desktop.presenters.plot_data import Curve, Panel, nearest
+
+AXIS_WIDTH = 62  # the same for every panel, so stacked plots line up
+RAW_ALPHA = 70
+NAN_COLOUR = "#c62828"
+MAX_SYMBOLS = 2000  # overlay points get markers only when they are few
+MAX_READOUT_RUNS = 8
+
+
+class MetricPlot:
+    """Draws a :class:`Panel` into a ``PlotItem`` and answers hover questions about it."""
+
+    def __init__(self, plot: pg.PlotItem) -> None:
+        self.plot = plot
+        self.panel: Panel | None = None
+        self.items: list[pg.PlotDataItem] = []  # the followed curve of each run, for the legend
+        plot.setDownsampling(auto=True, mode="peak")
+        plot.setClipToView(True)
+        plot.showGrid(x=True, y=True, alpha=0.15)
+        plot.getAxis("left").setWidth(AXIS_WIDTH)
+        plot.setMenuEnabled(False)
+        self.cursor = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#7b8794", width=1))
+        self.readout = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 215),
+                                   border=pg.mkPen("#cbd2d9"))
+        self.readout.setParentItem(plot.vb)
+        self.readout.setPos(6, 4)
+        self.hide_hover()
+
+    # ---- Public API
+
+    def draw(self, panel: Panel, log_y: bool, label_resumes: bool = True) -> None:
+        """Replace what is drawn with ``panel``'s curves, NaN marks and resume lines."""
+        self.plot.clear()
+        self.panel, self.items = panel, []
+        self.plot.setTitle(panel.title, size="9pt", color="#323f4b")
+        for curve in panel.curves:
+            self._add_curve(curve)
+        for x, colour in panel.resumes:
+            self._add_resume(x, colour, label_resumes)
+        self.plot.addItem(self.cursor, ignoreBounds=True)
+        self.plot.setLogMode(x=False, y=log_y)
+        self.hide_hover()
+
+    def show_hover(self, x: float, x_label: str) -> None:
+        """Move the cursor to ``x`` and list every run's value there."""
+        if self.panel is None:
+            return
+        lines = [f"<b>{html.escape(x_label)}</b>"]
+        for curve in self.panel.curves[: MAX_READOUT_RUNS * 2]:
+            i = nearest(curve.x, x)
+            if i is not None:
+                lines.append(_readout_line(curve, i))
+        self.cursor.setPos(x)
+        self.cursor.show()
+        self.readout.setHtml("<br>".join(lines))
+        self.readout.show()
+
+    def hide_hover(self) -> None:
+        self.cursor.hide()
+        self.readout.setHtml(f"<b>{html.escape(self.panel.title)}</b>" if self.panel else "")
+        self.readout.setVisible(False)
+
+    # ---- Private API
+
+    def _add_curve(self, curve: Curve) -> None:
+        colour = QColor(curve.colour)
+        if curve.overlay:
+            self._add_overlay(curve, colour)
+            return
+        if curve.smooth is not None:
+            faint = QColor(colour)
+            faint.setAlpha(RAW_ALPHA)
+            raw = pg.PlotDataItem(curve.x, curve.y, pen=pg.mkPen(faint, width=1), connect="finite")
+            self.plot.addItem(raw, ignoreBounds=True)
+        main = pg.PlotDataItem(curve.x, curve.shown, pen=pg.mkPen(colour, width=1.6),
+                               connect="finite", name=curve.label)
+        self.plot.addItem(main)
+        self.items.append(main)
+        if len(curve.bad_x):
+            marks = pg.PlotDataItem(curve.bad_x, curve.bad_y, pen=None, symbol="x", symbolSize=10,
+                                    symbolPen=pg.mkPen(NAN_COLOUR, width=2), symbolBrush=None)
+            self.plot.addItem(marks)
+
+    def _add_overlay(self, curve: Curve, colour: QColor) -> None:
+        few = len(curve.x) <= MAX_SYMBOLS
+        item = pg.PlotDataItem(
+            curve.x, curve.y, pen=pg.mkPen(colour, width=1.4, style=Qt.PenStyle.DashLine),
+            symbol="o" if few else None, symbolSize=5, symbolBrush=colour, symbolPen=None,
+            connect="finite",
+        )
+        self.plot.addItem(item)
+
+    def _add_resume(self, x: float, colour: str, label: bool) -> None:
+        line = pg.InfiniteLine(
+            pos=x, angle=90, movable=False,
+            pen=pg.mkPen(colour, width=1.2, style=Qt.PenStyle.DashLine),
+            label="resumed" if label else None,
+            labelOpts={"position": 0.9, "color": colour, "anchors": [(0, 0.5), (0, 0.5)]},
+        )
+        self.plot.addItem(line, ignoreBounds=True)
+
+
+def _readout_line(curve: Curve, i: int) -> str:
+    value = fmt.number(float(curve.shown[i]))
+    if curve.smooth is not None:
+        value += f" <span style='color:#7b8794'>(raw {fmt.number(float(curve.y[i]))})</span>"
+    name = html.escape(curve.label if not curve.overlay else f"{curve.label} · {curve.metric}")
+    return f"<span style='color:{curve.colour}'>■</span> {name}&nbsp;&nbsp;{value}"
+

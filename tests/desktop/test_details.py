@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import pytest
+
+from desktop.views.compare_view import CompareView
+from desktop.views.details_panel import DetailsPanel
+from desktop.views.shape_editor import NAME_ROLE
+from tests.desktop.helpers import ingest_and_wait
+
+RUN = "Dheena731__tinyLlama-finetune"  # a LoRA run: adapter_config.json states rank and targets
+
+
+@pytest.fixture
+def run_id(qtbot, services, corpus):
+    ingest_and_wait(qtbot, services, [corpus / "hf_trainer" / RUN])
+    return services.store.find_run(RUN).id
+
+
+@pytest.fixture
+def details(qtbot, services):
+    panel = DetailsPanel(services)
+    qtbot.addWidget(panel)
+    panel.show()
+    return panel
+
+
+def _value_item(panel: DetailsPanel, name: str):
+    model = panel.shape.model_
+    for g in range(model.rowCount()):
+        group = model.item(g, 0)
+        for r in range(group.rowCount()):
+            item = group.child(r, 1)
+            if item.data(NAME_ROLE) == name:
+                return item, group.child(r, 2)
+    raise KeyError(name)
+
+
+def test_details_show_shape_sources_config_metrics_and_files(qtbot, details, services, run_id):
+    services.select([run_id])
+    assert details.run is not None and details.run.id == run_id
+    assert RUN in details.title.text() and "hf_trainer" in details.meta.text()
+    rank, source = _value_item(details, "lora_rank")
+    assert (rank.text(), source.text()) == ("8", "adapter_config.json")
+    metrics = [details.stats_model.item(r, 0).text() for r in range(details.stats_model.rowCount())]
+    assert "loss" in metrics and "learning rate" in metrics
+    files = [details.files_model.item(r, 0).text() for r in range(details.files_model.rowCount())]
+    assert any(f.endswith("trainer_state.json") for f in files)
+
+
+def test_editing_a_shape_field_stores_it_as_the_users(qtbot, details, services, run_id):
+    services.select([run_id])
+    item, _ = _value_item(details, "seq_len")
+    item.setText("2,048")
+    qtbot.waitUntil(lambda: _value_item(details, "seq_len")[1].text() == "you")
+    run = services.store.run(run_id)
+    assert run.shape.seq_len == 2048 and run.shape.sources["seq_len"] == "user"
+
+
+def test_a_bad_shape_value_is_refused_with_a_message(qtbot, details, services, run_id):
+    services.select([run_id])
+    messages: list[str] = []
+    services.sig_message.connect(messages.append)
+    item, _ = _value_item(details, "n_layers")
+    item.setText("twenty")
+    qtbot.waitUntil(lambda: bool(messages))
+    assert services.store.run(run_id).shape.n_layers is None
+    assert messages == ["Not saved: layers: a whole number, not 'twenty'"]
+    assert _value_item(details, "n_layers")[0].text() == ""
+
+
+def test_config_search_keeps_matching_rows_and_their_parents(qtbot, details, services, run_id):
+    services.select([run_id])
+    tree = details.config
+    total = tree.proxy.rowCount()
+    tree.search.setText("eval_steps")
+    assert 1 <= tree.proxy.rowCount() < total
+    keys = [tree.proxy.index(r, 0).data() for r in range(tree.proxy.rowCount())]
+    assert "eval_steps" in keys
+    tree.search.clear()
+    assert tree.proxy.rowCount() == total
+
+
+def test_notes_and_tags_save_from_the_details(qtbot, details, services, run_id):
+    services.select([run_id])
+    details.notes.setPlainText("LoRA r=8 baseline")
+    details.tags.setText("lora, baseline")
+    details._save_notes()
+    run = services.store.run(run_id)
+    assert run.notes == "LoRA r=8 baseline" and run.tags == ["baseline", "lora"]
+
+
+def test_compare_shows_only_what_differs(qtbot, services, corpus):
+    other = "tasfiahmrinmoyee__Gemma3-1B-Instruct-outputs"
+    ingest_and_wait(qtbot, services, [corpus / "hf_trainer" / RUN, corpus / "hf_trainer" / other])
+    view = CompareView(services)
+    qtbot.addWidget(view)
+    view.show()
+    services.select([r.id for r in services.store.runs()])
+    sections = [view.model.item(r, 0) for r in range(view.model.rowCount())]
+    shape = next(s for s in sections if s.text() == "Shape")
+    rows = {shape.child(r, 0).text(): (shape.child(r, 1).text(), shape.child(r, 2).text())
+            for r in range(shape.rowCount())}
+    assert rows["lora_rank"] in {("8", "16"), ("16", "8")}
+    assert "method" not in rows  # both are LoRA: the same setting is hidden
+    view.only_differences.setChecked(False)
+    shape = next(view.model.item(r, 0) for r in range(view.model.rowCount())
+                 if view.model.item(r, 0).text() == "Shape")
+    assert "method" in {shape.child(r, 0).text() for r in range(shape.rowCount())}
+    assert "settings differ" in view.summary.text()

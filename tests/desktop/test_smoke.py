@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+HEAVY = ("torch", "transformers", "tensorboard")
+
+
+def _run(args: list[str], tmp_path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HEADROOM_HOME": str(tmp_path)}
+    return subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+
+
+def test_headroom_gui_smoke_exits_zero_after_first_paint(tmp_path):
+    done = _run([sys.executable, "-m", "desktop.launcher", "gui", "--smoke"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("first paint after ") and done.stdout.strip().endswith(" s")
+    assert not (tmp_path / "headroom.db").exists()  # the smoke run uses a temporary database
+
+
+def test_opening_the_window_imports_no_heavy_library(tmp_path):
+    code = (
+        "import json, sys\n"
+        "from desktop.app import run_app\n"
+        "code = run_app(smoke=True)\n"
+        f"print(json.dumps([code, sorted(m for m in {HEAVY!r} if m in sys.modules)]))\n"
+    )
+    done = _run([sys.executable, "-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [0, []]
