@@ -23,23 +23,23 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ITERATION = (" [2025-03-01 {h:02d}:{m:02d}:{s:02d}.{us:06d}] iteration {step:8d}/ 5000000 | consumed samples: "
-             "{samples:12d} | elapsed time per iteration (ms): {ms:.1f} | throughput per GPU (TFLOP/s/GPU): "
-             "{tflops:.1f} | learning rate: {lr:.6E} | global batch size:   512 | lm loss: {loss:.6E} | "
-             "loss scale: 1.0 | grad norm: {gnorm:.3f} | number of skipped iterations:   0 | "
-             "number of nan iterations:   0 |")
-MEMORY = ("[Rank {rank}] (after {step} iterations) memory (MB) | allocated: 15012.25 | max allocated: "
-          "{peak:.2f} | reserved: 35128.00 | max reserved: 35128.00")
-TIMERS = ("(min, max) time across ranks (ms):", "    forward-backward ...............................: (1612.79, 1612.87)",
+ITERATION = (" [2025-03-01 {h:02d}:{m:02d}:{s:02d}.{us:06d}] iteration {step:8d}/ 5000000 | "
+             "consumed samples: {samples:12d} | elapsed time per iteration (ms): {ms:.1f} | "
+             "throughput per GPU (TFLOP/s/GPU): {tflops:.1f} | learning rate: {lr:.6E} | "
+             "global batch size:   512 | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "
+             "{gnorm:.3f} | number of skipped iterations:   0 | number of nan iterations:   0 |")
+MEMORY = ("[Rank {rank}] (after {step} iterations) memory (MB) | allocated: 15012.25 | "
+          "max allocated: {peak:.2f} | reserved: 35128.00 | max reserved: 35128.00")
+TIMERS = ("(min, max) time across ranks (ms):",
+          "    forward-backward ...............................: (1612.79, 1612.87)",
           "    optimizer ......................................: (2.63, 3.11)")
 
 
 def write_megatron_log(path: Path, lines: int) -> Path:
-    """About ``lines`` lines: mostly iteration lines, a memory report and timers every 100 iterations."""
+    """About ``lines`` lines: iteration lines; memory reports and timers every 100 iterations."""
     written = step = 0
     with open(path, "w") as f:
         f.write(" 0: ------------------------ arguments ------------------------\n"
@@ -55,7 +55,8 @@ def write_megatron_log(path: Path, lines: int) -> Path:
             written += 1
             if step % 100 == 0:
                 for rank in range(4):
-                    f.write(f"{rank}: " + MEMORY.format(rank=rank, step=step, peak=33480 + rank) + "\n")
+                    report = MEMORY.format(rank=rank, step=step, peak=33480 + rank)
+                    f.write(f"{rank}: {report}\n")
                 f.write("".join(f"31: {t}\n" for t in TIMERS))
                 written += 7
     return path
@@ -81,13 +82,18 @@ else:
     assert report.ok, report.to_dict()
     n = sum(r.points for r in report.results)
 seconds = time.perf_counter() - start
-print(json.dumps({{"seconds": seconds, "count": n, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({{"seconds": seconds, "count": n, "rss_mb": rss_mb}}))
 """
 
 
+KINDS = (("floor", "Python line iteration (floor)"), ("reader", "Megatron reader"),
+         ("ingest", "headroom ingest (read + store)"))
+
+
 def measure(kind: str, path: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", MEASURE.format(root=str(ROOT)), kind, str(path)],
-                         check=True, capture_output=True, text=True).stdout
+    command = [sys.executable, "-c", MEASURE.format(root=str(ROOT)), kind, str(path)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -100,13 +106,11 @@ def main() -> None:
         size_mb = path.stat().st_size / 1e6
         lines = sum(1 for _ in open(path, "rb"))
         print(f"log: {lines:,} lines, {size_mb:,.0f} MB")
-        for kind, label in (("floor", "Python line iteration (floor)"), ("reader", "Megatron reader"),
-                            ("ingest", "headroom ingest (read + store)")):
+        for kind, label in KINDS:
             result = measure(kind, path)
             rate = lines / result["seconds"]
             print(f"{label:32s} {result['seconds']:7.2f} s  {rate:11,.0f} lines/s  "
                   f"{size_mb / result['seconds']:6.1f} MB/s  peak RSS {result['rss_mb']:6.0f} MB")
-        time.sleep(0)
 
 
 if __name__ == "__main__":

@@ -180,3 +180,15 @@ def test_hf_and_deepspeed_in_one_log(tmp_path):
     assert best_reader(path).name == "hf_console"
     run = hf_console.read_runs(path)[0]
     assert run.series["loss"].steps.tolist() == [10] and run.series["mem_peak_gib"].values.tolist() == [9.02]
+
+
+def test_a_scripts_own_key_value_lines_fall_back_to_the_console_reader(tmp_path):
+    path = write(tmp_path, "finetune.log", "loading data...",
+                 *(f"step {s} | loss={3 - s / 100:.3f} lr=3e-4 time: {120 + s}ms" for s in (10, 20, 30, 40)),
+                 "Epoch 1/2", "Train Loss: 2.58 - Valid Loss: 2.61")
+    assert best_reader(path).name == "console"
+    run = best_reader(path).read(path)[0]
+    assert run.series["loss"].steps.tolist() == [10, 20, 30, 40]
+    assert run.series["time_s"].values[0] == pytest.approx(0.13) and run.series["lr"].values[0] == 3e-4
+    assert run.series["eval_loss"].steps.tolist() == [40]  # steps are counted: the epoch is a metric
+    assert run.series["epoch"].values.tolist() == [1]

@@ -7,7 +7,9 @@ handler returns False to pass the line on). Blocks that span lines (argument
 dumps, config JSON) are read by a collector a handler installs in
 :attr:`Context.collect`, which sees every following line first until it lets
 go. :meth:`Dialect.read_runs` streams the cleaned lines of a file through the
-table once; crash evidence is looked for on every line.
+table once. Lines no rule took are searched for crash evidence; an event is
+placed at the last step logged before it (None when no step was logged yet,
+which is how an OOM at start-up shows).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.runlog import RunLog
+from core.runlog import RunEvent, RunLog
 from tracker.readers._common import ReaderError, file_run_name, head, looks_binary
 from tracker.readers.crash import CrashScanner
 from tracker.readers.text._lines import Line, lines, split_line
@@ -73,8 +75,7 @@ class Dialect:
     framework: str
     rules: tuple[Rule, ...]
     signatures: tuple[tuple[re.Pattern[str], float], ...]
-    start: Callable[[Context], None] | None = None
-    finish: Callable[[Context], None] | None = None
+    finish: Callable[[Context], None] | None = None  # after the last line
 
     def sniff(self, path: Path) -> float:
         """The best confidence among the signatures found in the file's head and tail."""
@@ -92,8 +93,6 @@ class Dialect:
         if looks_binary(head(path, 4096)):
             raise ReaderError("binary data, not a text log")
         ctx = Context(RunsBuilder(self.name, file_run_name(path)))
-        if self.start is not None:
-            self.start(ctx)
         _Pass(self, ctx).run(path)
         if self.finish is not None:
             self.finish(ctx)
@@ -190,7 +189,7 @@ class _Pass:
         owner = self.owners.setdefault(index, label)
         return owner == label
 
-    def _crash(self, event) -> None:
+    def _crash(self, event: RunEvent) -> None:
         data = event.data
         step = data.get("iteration") if event.kind == "nan" else None
         key = (data.get("gpu"), data.get("tried_gib")) if event.kind == "oom" else data.get("type")

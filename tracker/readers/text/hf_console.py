@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from core.runlog import RunLog
-from tracker.readers._trainer_rows import parameter_info, parse_row, trainer_shape
+from tracker.readers._trainer_rows import Row, parameter_info, parse_row, trainer_shape
 from tracker.readers.text import _devices, deepspeed
 from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._lines import Line
@@ -87,7 +87,7 @@ def _flush(ctx: Context, bar_after: int | None) -> None:
             ctx.runs.note_scope(key, "cumulative")
 
 
-def _step(row, ctx: Context, bar_after: int | None) -> int:
+def _step(row: Row, ctx: Context, bar_after: int | None) -> int:
     """The row's step: stated, or inferred (never below the last step: that would be a resume).
 
     Train rows fall on multiples of ``logging_steps``; a console copy keeps only
@@ -125,10 +125,6 @@ def _bar(match: re.Match[str] | None, ctx: Context) -> None:
             _flush(ctx, int(match["n"]))
         else:
             ctx.state["bar"] = int(match["n"])
-
-
-def _bar_line(match: re.Match[str], ctx: Context) -> None:
-    _bar(match, ctx)
 
 
 def _finish(ctx: Context) -> None:
@@ -224,7 +220,7 @@ def _parameter_info(match: re.Match[str], ctx: Context) -> None:
 
 RULES = (
     Rule("{'", _DICT, _dict),
-    Rule("%|", _BAR, _bar_line),
+    Rule("%|", _BAR, _bar),
     Rule("(", _ARGS_START, _args_start),
     Rule("Running training", _BANNER, _banner),
     Rule(" metrics *****", _METRICS_BLOCK, _metrics_block),

@@ -5,7 +5,8 @@ Loss: 6.02``, or ``step 120 | loss=2.31 lr=3e-4``). Guild AI's output scalars
 showed that a generic reader of such pairs is worth having as the last resort:
 its confidence stays below every dialect with a format of its own. A line
 that names a step, iteration or epoch sets the step for the pairs on it and
-after it; tqdm progress lines are noise and skipped. Names are normalised
+after it (the first kind met, steps or epochs, counts; the other is a metric);
+tqdm progress lines are noise and skipped. Names are normalised
 (``Train Loss`` to ``train_loss``, ``Valid Loss`` to ``valid_loss``) so the
 canonical aliases apply.
 """
@@ -16,7 +17,7 @@ import re
 from pathlib import Path
 
 from core.runlog import RunLog
-from tracker.readers.text._engine import Context, Dialect, Rule
+from tracker.readers.text._engine import Context, Dialect, Rule, sample
 from tracker.readers.text._values import NUM, num
 
 _MARKER = re.compile(
@@ -37,11 +38,16 @@ def _line(match: re.Match[str], ctx: Context) -> bool:
     text = ctx.line.text
     if any(noise in text for noise in _TQDM):
         return True
+    metrics = {}
     marker = _MARKER.match(text)
     if marker is not None:
-        ctx.state["step"] = int(marker["n"])
+        # The first kind of marker met counts the steps; an epoch beside steps is a metric.
+        kind = "epoch" if marker["kind"].lower() == "epoch" else "step"
+        if ctx.state.setdefault("counter", kind) == kind:
+            ctx.state["step"] = int(marker["n"])
+        else:
+            metrics[kind] = float(marker["n"])
         text = text[marker.end():]
-    metrics = {}
     for pair in _PAIR.finditer(text):
         key = "_".join(pair["key"].split()).lower()
         value = num(pair["value"])
@@ -50,17 +56,22 @@ def _line(match: re.Match[str], ctx: Context) -> bool:
         elif pair["unit"] == "s":
             key = f"{key}_s"
         metrics[key] = value
-    if metrics and "step" in ctx.state:
-        ctx.runs.point(ctx.state["step"], metrics, ctx.wall())
+    if not metrics or "step" not in ctx.state:
+        return False  # not a record: let the crash scan see it
+    ctx.runs.point(ctx.state["step"], metrics, ctx.wall())
     return True
 
 
 RULES = (Rule("", re.compile(r"(?::|=)\s*[-+.\d]|^\W*(?:epoch|step|iter)", re.IGNORECASE), _line),)
 
 
-def _sniff(path: Path) -> float:
-    from tracker.readers.text._engine import sample
+DIALECT = Dialect(name="console", framework="script", rules=RULES, signatures=())
 
+
+def sniff(path: Path) -> float:
+    """Low confidence, and only for logs with several step markers and pairs."""
+    if path.is_dir() or path.suffix.lower() in _NOT_CONSOLE:
+        return 0.0
     markers = set()
     pairs = 0
     for text in sample(path):
@@ -71,15 +82,6 @@ def _sniff(path: Path) -> float:
             markers.add(int(marker["n"]))
         pairs += bool(_PAIR.search(text))
     return 0.35 if len(markers) >= MIN_MARKERS and pairs >= MIN_MARKERS else 0.0
-
-
-DIALECT = Dialect(name="console", framework="script", rules=RULES, signatures=())
-
-
-def sniff(path: Path) -> float:
-    if path.is_dir() or path.suffix.lower() in _NOT_CONSOLE:
-        return 0.0
-    return _sniff(path)
 
 
 def read_runs(path: Path) -> list[RunLog]:
