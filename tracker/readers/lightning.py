@@ -31,14 +31,22 @@ _VERSION = re.compile(r"^version_\d+$")
 def sniff(path: Path) -> float:
     if path.is_dir():
         if (path / CSV).is_file():
-            return 0.95
+            return 0.95 if _written_by_lightning(path / CSV) else 0.0
         if (path / HPARAMS).is_file() and (_VERSION.match(path.name) or tensorboard.event_files(path)):
             return 0.9  # outranks the TensorBoard folder reader: hparams.yaml says Lightning
         return 0.0
-    if path.name == CSV:
-        header = head_text(path, 4096).split("\n", 1)[0].strip().split(",")
-        return 0.9 if "step" in header else 0.0
-    return 0.0
+    return 0.9 if path.name == CSV and _written_by_lightning(path) else 0.0
+
+
+def _written_by_lightning(csv: Path) -> bool:
+    """A step column, and the epoch column Lightning adds, hparams.yaml, or a version_N folder.
+
+    Plain ``metrics.csv`` files from other scripts are left to the generic CSV reader.
+    """
+    header = head_text(csv, 4096).split("\n", 1)[0].strip().split(",")
+    if "step" not in header:
+        return False
+    return "epoch" in header or (csv.parent / HPARAMS).is_file() or bool(_VERSION.match(csv.parent.name))
 
 
 def read(path: Path) -> RunLog:
@@ -46,10 +54,10 @@ def read(path: Path) -> RunLog:
     run = RunLog(format="lightning", name=run_name(folder))
     if (folder / CSV).is_file():
         _add_csv(run, folder / CSV)
-    if path.is_dir() and tensorboard.event_files(folder):
-        _add_events(run, tensorboard.event_files(folder))
     if (folder / HPARAMS).is_file():
         _add_hparams(run, folder / HPARAMS)
+    if path.is_dir() and tensorboard.event_files(folder):
+        _add_events(run, tensorboard.event_files(folder))
     if not run.series:
         raise ReaderError(_nothing_logged(folder))
     run.shape.set("framework", "lightning", "folder layout", overwrite=False)
@@ -71,10 +79,10 @@ def _add_csv(run: RunLog, path: Path) -> None:
     steps = columns.pop("step", None)
     if steps is None:
         raise ReaderError(f"{CSV} has no step column")
-    points = {name: _points(col, steps, epoch=name == "epoch") for name, col in columns.items()}
-    points, events, warnings = untangle({k: v for k, v in points.items() if len(v.steps)})
-    for name, p in points.items():
-        run.add_series(name, p.steps, p.values)
+    found = {name: _points(col, steps, epoch=name == "epoch") for name, col in columns.items()}
+    kept, events, warnings = untangle({k: v for k, v in found.items() if len(v.steps)})
+    for name, points in kept.items():
+        run.add_series(name, points.steps, points.values)
     run.events.extend(events)
     run.warnings.extend(warnings)
     run.sources.append(path)
@@ -109,7 +117,8 @@ def _add_events(run: RunLog, files: list[Path]) -> None:
     run.started = events.started
     run.warnings.extend(events.warnings)
     run.sources.extend(files)
-    run.config.update(events.config.get("hparams", {}))  # hparams.yaml, read next, wins
+    for key, value in events.config.get("hparams", {}).items():
+        run.config.setdefault(key, value)  # hparams.yaml, read first, wins
     run.shape.merge(events.shape)
 
 

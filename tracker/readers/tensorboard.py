@@ -1,9 +1,11 @@
 """TensorBoard event files: every scalar point of every tag, with its wall time.
 
 TensorBoard's ``EventAccumulator`` keeps a 10,000-point reservoir per tag by
-default and parses about 50,000 points a second; Headroom frames the records
-itself (:mod:`tracker.readers._tfrecord`) and decodes each with the event
-protobuf, keeping every point. A folder holding several event files is one run
+default and parses about 50,000 points a second. Headroom frames the records
+itself (:mod:`tracker.readers._tfrecord`), decodes the simple scalar events that
+make up nearly all of a file in bulk (:mod:`tracker.readers._scalar_events`)
+and every other record with the event protobuf, keeping every point. A folder
+holding several event files is one run
 (a resumed run writes a new file), read in the order the files were created;
 steps that go back are untangled as TensorBoard does, and each resume is
 recorded as an event.

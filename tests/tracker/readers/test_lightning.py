@@ -143,3 +143,10 @@ def test_header_without_rows(tmp_path):
     (version / "metrics.csv").write_text("epoch,step,train_loss\n")
     with pytest.raises(ReaderError, match="no metrics"):
         pl.read(version)
+
+
+def test_plain_metrics_csv_is_left_to_the_generic_reader(tmp_path):
+    (tmp_path / "metrics.csv").write_text("step,loss\n1,2.0\n2,1.9\n")
+    assert pl.sniff(tmp_path / "metrics.csv") == 0.0 and pl.sniff(tmp_path) == 0.0
+    (tmp_path / "hparams.yaml").write_text("lr: 0.1\n")  # ... unless Lightning's files are beside it
+    assert pl.sniff(tmp_path / "metrics.csv") == 0.9 and pl.sniff(tmp_path) == 0.95
