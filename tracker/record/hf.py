@@ -78,7 +78,7 @@ class HFHooks:
                 f"training restarted with micro batch {batch['micro_batch']}",
                 micro_batch=batch["micro_batch"],
             )
-            run.start(state.global_step)
+            run.start(state.global_step, state.num_input_tokens_seen or 0)
             return
         run = Recording(
             self.path or Path(args.output_dir) / RUN_FILE,
@@ -96,7 +96,7 @@ class HFHooks:
         if model is not None:
             self._handles.append(model.register_forward_pre_hook(self._count, with_kwargs=True))
         self._handles.append(ExceptHook(run.fail))
-        run.start(state.global_step)
+        run.start(state.global_step, state.num_input_tokens_seen or 0)
         self.recording, self._summary = run, {}
 
     def on_log(self, args, state, control, logs=None, **kwargs):

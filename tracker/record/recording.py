@@ -60,7 +60,7 @@ class Recording:
         self._interval = _Interval(time.perf_counter(), 0)
         self._totals = {"samples_seen": 0, "tokens_seen": 0}
         self._start_step = 0
-        self._first_batch: tuple[int | None, int | None] | None = None
+        self._first_samples: int | None = None  # the micro batch, when nothing states it
         self._max_seq = 0
         self._run_peaks = {"mem_peak_gib": None, "mem_reserved_gib": None}
 
@@ -69,9 +69,13 @@ class Recording:
         """Only rank 0 writes the file."""
         return self.rank == 0
 
-    def start(self, step: int = 0) -> None:
-        """Start the clock (after set-up) at ``step``, the first step of this session."""
+    def start(self, step: int = 0, tokens_seen: int = 0) -> None:
+        """Start the clock (after set-up) at ``step``, the first step of this session.
+
+        ``tokens_seen``: a framework's own count so far, when a resumed run keeps one.
+        """
         self.step = self._start_step = step
+        self._totals["tokens_seen"] = tokens_seen
         self._interval = _Interval(time.perf_counter(), step)
 
     # Feeding
@@ -87,8 +91,8 @@ class Recording:
             interval.tokens += tokens
         if seq_len and seq_len > self._max_seq:
             self._max_seq = seq_len
-        if self._first_batch is None:
-            self._first_batch = (samples, seq_len)
+        if self._first_samples is None:
+            self._first_samples = samples
 
     def exclude(self, seconds: float) -> None:
         """Leave time spent outside training (evaluation) out of the throughput."""
@@ -221,7 +225,7 @@ class Recording:
         devices = self._devices_now()
         shape = RunShape()
         shape.update(self.shape, "recorder")
-        micro = shape.micro_batch or (self._first_batch or (None, None))[0]
+        micro = shape.micro_batch or self._first_samples
         accum = shape.grad_accum
         inferred = {
             "micro_batch": micro,
