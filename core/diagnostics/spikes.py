@@ -1,0 +1,198 @@
+"""Loss spikes and gradient-norm explosions, measured against the curve's own recent noise.
+
+A point is compared with the median of the points just before it, in units of
+the curve's point-to-point noise (a rolling median absolute deviation), so the
+same rule works on a smooth averaged curve and on a noisy per-step one. One
+hard batch that is gone at the next point is data, not instability: a spike
+must last two logged points or be extreme. The article's reading: "Loss突跳 →
+LR too high or batch size changed abruptly; lower the LR and scale it with the
+batch".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.diagnostics._stats import finite, step_interval, trailing_deviation, value_at
+from core.diagnostics.finding import WARNING, Finding, RunData
+from core.diagnostics.resume import resume_rebound
+
+LEVEL_WINDOW = 10  # a point is compared with the median of the points just before it
+NOISE_WINDOW = 50  # ... in units of the point-to-point noise of this many points
+MIN_HISTORY = 10  # no verdict before this many points
+Z_ENTER = 4.0  # a point this many noise units above the median is part of a spike
+Z_PEAK = 8.0  # a spike of two or more points must peak this high
+Z_SINGLE = 20.0  # a one-point spike must peak this high
+MIN_RISE = 0.2  # and the peak must be at least 20 % above the median
+MAX_SPIKES = 5  # the largest spikes become findings; the evidence counts the rest
+GRAD_FACTOR = 10.0  # a gradient norm this many times its recent median has exploded
+LR_FOLLOWS = (0.5, 2.0)  # LR change / batch change within this band: the LR followed
+
+
+@dataclass(frozen=True)
+class Spike:
+    start: int  # index of the first point above the median
+    end: int  # index of the last
+    peak: int  # index of the highest point
+    z: float  # the highest robust z-score in the spike
+    baseline: float  # the median just before it began
+
+
+def find_spikes(values: np.ndarray, *, log_scale: bool = False) -> list[Spike]:
+    """Runs of consecutive points far above their trailing median that pass the size rules."""
+    data = np.log10(values) if log_scale else values
+    dev = trailing_deviation(data, LEVEL_WINDOW, NOISE_WINDOW, MIN_HISTORY)
+    above = np.nan_to_num(dev.z, nan=0.0) > Z_ENTER
+    spikes = []
+    for start, end in _runs(above):
+        # The median adapts as a long spike goes on: judge it against the level before it began.
+        peak = start + int(np.argmax(data[start : end + 1]))
+        z = float(np.max(dev.z[start : end + 1]))
+        spike = Spike(start, end, peak, z, float(dev.median[start]))
+        if _large_enough(spike, values, log_scale):
+            spikes.append(spike)
+    return spikes
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last) indices of each run of True values."""
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1, strict=True))
+
+
+def _large_enough(spike: Spike, values: np.ndarray, log_scale: bool) -> bool:
+    if log_scale:  # a gradient norm orders of magnitude up is an explosion even for one point
+        return spike.z >= Z_PEAK and values[spike.peak] >= GRAD_FACTOR * 10**spike.baseline
+    if spike.z < (Z_PEAK if spike.end > spike.start else Z_SINGLE):
+        return False
+    return spike.baseline <= 0 or values[spike.peak] >= (1 + MIN_RISE) * spike.baseline
+
+
+def loss_spikes(run: RunData) -> list[Finding]:
+    loss = run.get("loss")
+    if loss is None:
+        return []
+    steps, values = finite(loss)
+    # A jump right after a resume is the resume rule's to report.
+    rebounds = [(f.step_start, f.step_end) for f in resume_rebound(run) if f.metric == "loss"]
+    spikes = [s for s in find_spikes(values)
+              if not any(a <= steps[s.start] <= b for a, b in rebounds)]
+    largest = sorted(sorted(spikes, key=lambda s: -s.z)[:MAX_SPIKES], key=lambda s: s.start)
+    return [_spike_finding(run, steps, values, s, len(spikes)) for s in largest]
+
+
+def _spike_finding(run: RunData, steps, values, spike: Spike, total: int) -> Finding:
+    peak_step = int(steps[spike.peak])
+    window_start = int(steps[max(0, spike.start - LEVEL_WINDOW)])
+    lr = _lr_context(run, window_start, peak_step)
+    batch = _batch_change(run, window_start, peak_step)
+    evidence = {
+        "peak_step": peak_step, "peak_loss": float(values[spike.peak]),
+        "median_before": spike.baseline, "noise_units": round(spike.z, 1),
+        "points": int(spike.end - spike.start + 1), "spikes_in_run": total,
+        "recovered": bool(spike.end < len(values) - 1), **lr, **batch,
+    }
+    message = (
+        f"Loss spiked to {values[spike.peak]:.4g} at step {peak_step}, "
+        f"from a median of {spike.baseline:.4g} ({spike.z:.0f}× the usual noise)"
+    )
+    return Finding(
+        "loss_spike", WARNING, message, _spike_cause(lr, batch),
+        "Lower the learning rate; when you change the batch size, scale the LR with it "
+        "(twice the batch, twice the LR); keep gradient clipping on.",
+        int(steps[spike.start]), int(steps[spike.end]), "loss", (peak_step,), evidence,
+    )
+
+
+def _lr_context(run: RunData, since: int, step: int) -> dict:
+    """The LR at the spike, and the highest LR just before it against the usual one."""
+    lr = run.get("lr")
+    if lr is None or value_at(lr, step) is None:
+        return {}
+    steps, values = finite(lr)
+    recent = values[(steps >= since) & (steps <= step)]
+    usual = values[steps < since][-NOISE_WINDOW:]
+    out = {"lr": value_at(lr, step)}
+    if len(recent) and len(usual) and np.median(usual) > 0:
+        out["lr_recent_max"] = float(recent.max())
+        out["lr_ratio_to_usual"] = float(recent.max() / np.median(usual))
+    return out
+
+
+def _batch_change(run: RunData, since: int, step: int) -> dict:
+    """The batch size at the spike and, when it changed shortly before, whether the LR followed."""
+    batch = run.get("batch_size") or run.get("micro_batch_size")
+    now, before = value_at(batch, step), value_at(batch, since)
+    if now is None:
+        return {}
+    out: dict = {"batch_size": now}
+    if before and now != before:
+        lr = run.get("lr")
+        lr_now, lr_before = value_at(lr, step), value_at(lr, since)
+        out["batch_size_before"] = before
+        if lr_now and lr_before:
+            follow = (lr_now / lr_before) / (now / before)
+            out["lr_followed_batch"] = bool(LR_FOLLOWS[0] <= follow <= LR_FOLLOWS[1])
+    return out
+
+
+def _spike_cause(lr: dict, batch: dict) -> str:
+    if batch.get("lr_followed_batch") is False:
+        return (f"The batch size changed from {batch['batch_size_before']:g} to "
+                f"{batch['batch_size']:g} shortly before, but the learning rate did not follow.")
+    if lr.get("lr_ratio_to_usual", 1.0) >= 2.0:
+        return (f"The learning rate had just risen to {lr['lr_recent_max']:.3g}, "
+                f"{lr['lr_ratio_to_usual']:.3g}× its usual value: too high for this phase.")
+    return "Learning rate too high for this phase of training, or a sudden change of batch size."
+
+
+def grad_norm_explosion(run: RunData) -> list[Finding]:
+    series = run.get("grad_norm")
+    if series is None:
+        return []
+    steps, values = finite(series)
+    keep = values > 0
+    steps, values = steps[keep], values[keep]
+    spikes = find_spikes(values, log_scale=True)
+    return [_explosion_finding(run, steps, values, spikes)] if spikes else []
+
+
+def _explosion_finding(run: RunData, steps, values, spikes: list[Spike]) -> Finding:
+    biggest = max(spikes, key=lambda s: values[s.peak] / 10**s.baseline)
+    factor = values[biggest.peak] / 10**biggest.baseline
+    peak_step = int(steps[biggest.peak])
+    followed = _loss_followed(run, [int(steps[s.peak]) for s in spikes])
+    message = (f"Gradient norm exploded to {values[biggest.peak]:.4g} at step {peak_step}, "
+               f"{factor:.0f}× its recent median")
+    if len(spikes) > 1:
+        message += f" ({len(spikes)} explosions in the run)"
+    if not followed:
+        message += "; the loss did not follow"
+    evidence = {"peak_step": peak_step, "peak_grad_norm": float(values[biggest.peak]),
+                "median_before": float(10**biggest.baseline), "factor": float(factor),
+                "explosions": len(spikes), "loss_followed": followed,
+                "lr": value_at(run.get("lr"), peak_step)}
+    cause = ("Learning rate too high, a batch of extreme data, or fp16 overflow." if followed else
+             "Some batches produce enormous gradients (extreme or corrupt samples, an unstable "
+             "MoE router or attention logits); clipping kept the loss in check so far.")
+    return Finding(
+        "grad_explosion", WARNING, message, cause,
+        "Clip gradients (max_grad_norm 1.0), lower the learning rate or lengthen the warm-up, "
+        "and check the batches at those steps.",
+        int(steps[spikes[0].start]), int(steps[spikes[-1].end]), "grad_norm",
+        tuple(int(steps[s.peak]) for s in spikes), evidence,
+    )
+
+
+def _loss_followed(run: RunData, steps: list[int]) -> bool:
+    """Whether the loss spiked (or went NaN: then the NaN rule speaks) around any of those steps."""
+    loss = run.get("loss")
+    if loss is None or not np.isfinite(loss.values).all():
+        return True
+    loss_steps, values = finite(loss)
+    reach = 2 * step_interval(loss_steps)
+    spans = [(loss_steps[s.start] - reach, loss_steps[s.end] + reach)
+             for s in find_spikes(values)]
+    return any(a <= step <= b for step in steps for a, b in spans)
