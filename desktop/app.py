@@ -7,6 +7,7 @@ app starts where Qt is installed.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import tempfile
 import time
@@ -54,6 +55,8 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
             window.services.ingest(paths)
         if smoke:
             return _smoke(app, window, started)
+        # Smoothing uses pandas; importing it now, off the GUI thread, spares the first plot a pause.
+        window.services.workers.start(lambda _worker: importlib.import_module("pandas"))
         return app.exec()
 
 

@@ -130,17 +130,18 @@ class AppServices(QObject):
 
     def load_plot_data(self, run_ids: list[int], metrics: list[str] | None,
                        on_done: Callable[[list[RunData]], None]) -> Worker:
-        """Load the runs' series (all, or ``metrics``) and resume steps in the background."""
-        return self.workers.start(lambda w: self._plot_data(run_ids, metrics, w), on_done,
-                                  self.sig_message.emit)
+        """:meth:`read_plot_data` in the background."""
+        return self.workers.start(lambda w: self.read_plot_data(run_ids, metrics, w.cancelled),
+                                  on_done, self.sig_message.emit)
 
-    def _plot_data(self, run_ids: list[int], metrics: list[str] | None,
-                   worker: Worker) -> list[RunData]:
+    def read_plot_data(self, run_ids: list[int], metrics: list[str] | None = None,
+                       cancelled: Callable[[], bool] = lambda: False) -> list[RunData]:
+        """The runs' series (all, or ``metrics``) and resume steps, in ``run_ids`` order."""
         runs = {r.id: r for r in self.store.runs(run_ids)}
         out = []
         for run_id in run_ids:
             run = runs.get(run_id)
-            if run is None or worker.cancelled():
+            if run is None or cancelled():
                 continue
             names = [n for n in run.series if metrics is None or n in metrics]
             series = {n: self.store.series(run_id, n) for n in names}

@@ -179,14 +179,15 @@ def _add_run(panel: Panel, run: RunData, place: _RunAxis, colour_: str, metrics:
 def _curve(run: RunData, metric: str, colour_: str, x: np.ndarray, y: np.ndarray,
            smoothing: float, overlay: bool) -> Curve:
     keep = np.isfinite(x)
-    x, y = x[keep], y[keep]
+    if not keep.all():
+        x, y = x[keep], y[keep]
     if len(x) > 1 and np.any(np.diff(x) < 0):
         order = np.argsort(x, kind="stable")
         x, y = x[order], y[order]
-    bad = ~np.isfinite(y)
+    bad = np.flatnonzero(~np.isfinite(y))
     return Curve(run.run_id, run.name, metric, colour_, x, y,
                  ema(y, smoothing) if smoothing > 0 else None, overlay,
-                 x[bad], _last_finite(y)[bad])
+                 x[bad], _last_finite(y)[bad] if len(bad) else y[bad])
 
 
 def _last_finite(y: np.ndarray) -> np.ndarray:

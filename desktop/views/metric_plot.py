@@ -22,6 +22,13 @@ RAW_ALPHA = 70
 NAN_COLOUR = "#c62828"
 MAX_SYMBOLS = 2000  # overlay points get markers only when they are few
 MAX_READOUT_RUNS = 8
+# Qt strokes antialiased lines wider than 1 px about 70x slower; long curves get 1 px
+# (a pan frame over 4 x 1M points: ~2 s at 1.6 px, ~30 ms at 1 px; bench/gui.py).
+LONG_CURVE = 2000
+# Samples per pixel left after auto-downsampling (pyqtgraph's default is 5). In peak mode
+# every bucket keeps its min and max, so 2 per pixel already draws every spike and
+# halves the points stroked per frame. pyqtgraph has no setter for it, only this option.
+SAMPLES_PER_PIXEL = 2.0
 
 
 class MetricPlot:
@@ -50,8 +57,9 @@ class MetricPlot:
         self.plot.clear()
         self.panel, self.items = panel, []
         self.plot.setTitle(panel.title, size="9pt", color="#323f4b")
+        width = 1.0 if any(len(c.x) > LONG_CURVE for c in panel.curves) else 1.6
         for curve in panel.curves:
-            self._add_curve(curve)
+            self._add_curve(curve, width)
         for x, colour in panel.resumes:
             self._add_resume(x, colour, label_resumes)
         self.plot.addItem(self.cursor, ignoreBounds=True)
@@ -79,18 +87,17 @@ class MetricPlot:
 
     # ---- Private API
 
-    def _add_curve(self, curve: Curve) -> None:
+    def _add_curve(self, curve: Curve, width: float) -> None:
         colour = QColor(curve.colour)
         if curve.overlay:
-            self._add_overlay(curve, colour)
+            self._add_overlay(curve, colour, width)
             return
         if curve.smooth is not None:
             faint = QColor(colour)
             faint.setAlpha(RAW_ALPHA)
-            raw = pg.PlotDataItem(curve.x, curve.y, pen=pg.mkPen(faint, width=1), connect="finite")
+            raw = _line(curve.x, curve.y, pen=pg.mkPen(faint, width=1))
             self.plot.addItem(raw, ignoreBounds=True)
-        main = pg.PlotDataItem(curve.x, curve.shown, pen=pg.mkPen(colour, width=1.6),
-                               connect="finite", name=curve.label)
+        main = _line(curve.x, curve.shown, pen=pg.mkPen(colour, width=width), name=curve.label)
         self.plot.addItem(main)
         self.items.append(main)
         if len(curve.bad_x):
@@ -98,12 +105,11 @@ class MetricPlot:
                                     symbolPen=pg.mkPen(NAN_COLOUR, width=2), symbolBrush=None)
             self.plot.addItem(marks)
 
-    def _add_overlay(self, curve: Curve, colour: QColor) -> None:
+    def _add_overlay(self, curve: Curve, colour: QColor, width: float) -> None:
         few = len(curve.x) <= MAX_SYMBOLS
-        item = pg.PlotDataItem(
-            curve.x, curve.y, pen=pg.mkPen(colour, width=1.4, style=Qt.PenStyle.DashLine),
+        item = _line(
+            curve.x, curve.y, pen=pg.mkPen(colour, width=width, style=Qt.PenStyle.DashLine),
             symbol="o" if few else None, symbolSize=5, symbolBrush=colour, symbolPen=None,
-            connect="finite",
         )
         self.plot.addItem(item)
 
@@ -115,6 +121,13 @@ class MetricPlot:
             labelOpts={"position": 0.9, "color": colour, "anchors": [(0, 0.5), (0, 0.5)]},
         )
         self.plot.addItem(line, ignoreBounds=True)
+
+
+def _line(x, y, **options) -> pg.PlotDataItem:
+    """A curve with gaps at NaN/Inf, downsampled to :data:`SAMPLES_PER_PIXEL` when long."""
+    item = pg.PlotDataItem(x, y, connect="finite", **options)
+    item.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
+    return item
 
 
 def _readout_line(curve: Curve, i: int) -> str:

@@ -161,7 +161,7 @@ class PlotsPanel(QWidget):
             self._show_message(SELECT_RUNS if not runs else NO_METRICS)
             return
         self.spec = plot_data.build(runs, metrics, self.axis, self.smoothing)
-        self._draw(self.spec)
+        self.draw(self.spec)
 
     def export(self, path: Path) -> None:
         """Write the plots to ``path``: PNG or SVG image, or CSV of the points in view."""
@@ -173,9 +173,9 @@ class PlotsPanel(QWidget):
 
     # ---- Drawing
 
-    def _draw(self, spec: PlotSpec) -> None:
-        keep_range = self._same_layout(spec)
-        if not keep_range:
+    def draw(self, spec: PlotSpec) -> None:
+        """Show prepared curves (:meth:`rebuild` prepares them from the cached series)."""
+        if not self._same_layout(spec):
             self._new_panels(len(spec.panels))
         for i, (panel, plot) in enumerate(zip(spec.panels, self.panels, strict=True)):
             plot.draw(panel, self.log_check.isChecked(), label_resumes=i == 0)
@@ -244,10 +244,11 @@ class PlotsPanel(QWidget):
         self._data = {i: run for i, run in self._data.items() if i in run_ids}
         missing = [i for i in run_ids if i not in self._data]
         if missing:
-            self._services.load_plot_data(missing, None, self._on_loaded)
+            self._services.load_plot_data(missing, None, self.add_data)
         self.rebuild()
 
-    def _on_loaded(self, runs: list[RunData]) -> None:
+    def add_data(self, runs: list[RunData]) -> None:
+        """Take loaded series of selected runs into the cache and redraw."""
         selected = set(self._services.selected)
         self._data.update({run.run_id: run for run in runs if run.run_id in selected})
         self.rebuild()
@@ -257,7 +258,7 @@ class PlotsPanel(QWidget):
         current = self._services.runs(list(self._data))
         stale = [r.id for r in current if self._data[r.id].version != series_version(r)]
         if stale:
-            self._services.load_plot_data(stale, None, self._on_loaded)
+            self._services.load_plot_data(stale, None, self.add_data)
 
     # ---- Toolbar slots
 
