@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 
 from core.runlog import RunLog
 
-STEPS: tuple[str, ...] = ("tracker.checkpoints.manager:enrich",)
+# Diagnostics come last: they read the checkpoints the steps before them stored.
+STEPS: tuple[str, ...] = ("tracker.checkpoints.manager:enrich", "tracker.diagnose:enrich")
 
 
 def enrich(session: Session, run_id: int, source: Path, log: RunLog) -> None:

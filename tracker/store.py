@@ -13,8 +13,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from core.checkpoints import Checkpoint
+from core.diagnostics import Finding
 from core.runlog import RunEvent, Series
 from core.shape import RunShape
+from tracker import diagnose as diagnostics
 from tracker.db import checkpoints as checkpoint_store
 from tracker.db import runs as run_store
 from tracker.db import series as series_store
@@ -125,6 +127,33 @@ class Store:
         with self.session() as s:
             self._get(s, run_id)
             return checkpoint_store.load(s, run_id)
+
+    # Diagnostics
+
+    def findings(self, run_id: int) -> list[Finding]:
+        """The run's findings as its last diagnosis left them, most severe first."""
+        with self.session() as s:
+            self._get(s, run_id)
+            return diagnostics.load(s, run_id)
+
+    def severities(self, run_ids: Iterable[int] | None = None) -> dict[int, str]:
+        """The worst finding severity of each run (runs without findings are absent)."""
+        with self.session() as s:
+            return diagnostics.severities(s, run_ids)
+
+    def diagnose(self, run_ids: Iterable[int] | None = None) -> dict[int, list[Finding]]:
+        """Diagnose runs again (all by default), one transaction each; returns their findings."""
+        if run_ids is None:
+            with self.session() as s:
+                ids = list(s.execute(select(Run.id).order_by(Run.id)).scalars())
+        else:
+            ids = list(run_ids)
+        out = {}
+        for run_id in ids:
+            with self.session() as s:
+                self._get(s, run_id)
+                out[run_id] = diagnostics.diagnose_run(s, run_id, refresh_peers=run_ids is not None)
+        return out
 
     # Editing
 

@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "ingest": "ingest",
     "runs": "runs",
     "series": "series",
+    "diagnose": "diagnose",
     "checkpoints": "checkpoints",
     "publish": "team",
     "take-offline": "team",

@@ -1,0 +1,212 @@
+"""Diagnostics of stored runs: gather what the rules read, run them, keep the findings.
+
+:func:`diagnose_run` builds a :class:`~core.diagnostics.RunData` from the
+database (the series the rules read, events, shape, config, checkpoints, the
+run it continues, comparable runs on other GPU counts), runs every rule and
+replaces the run's rows in the ``finding`` table. It is an ingest step
+(:func:`enrich`), so each run is checked inside its own ingest transaction.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from core.diagnostics import Finding, PeerRun, RunData, diagnose, worst
+from core.diagnostics.boundaries import late_start
+from core.diagnostics.throughput import GLOBAL, PER_GPU, comparable
+from core.runlog import RunEvent, RunLog, Series
+from core.shape import RunShape
+from tracker.db import checkpoints as checkpoint_store
+from tracker.db import series as series_store
+from tracker.db.schema import EventRow, FindingRow, Run, SeriesRow
+
+# Series the rules read; evaluation losses (eval/<name>loss) are read too.
+READ = frozenset({
+    "loss", "eval_loss", "lr", "grad_norm", "loss_scale", "nan_iters", "batch_size",
+    "micro_batch_size", "mem_peak_gib", "mem_reserved_gib", "mem_used_gib", *GLOBAL, *PER_GPU,
+})
+THROUGHPUT = GLOBAL + PER_GPU
+# The run this one continues ended at most this many logging intervals before it starts.
+PREVIOUS_GAP = 5
+ARCHITECTURE = ("n_layers", "hidden", "vocab", "n_params")
+
+
+def enrich(session: Session, run_id: int, source: Path, log: RunLog) -> None:
+    """Ingest step: diagnose the freshly stored run (and refresh runs it changes the verdict of)."""
+    diagnose_run(session, run_id)
+
+
+def diagnose_run(session: Session, run_id: int, *, refresh_peers: bool = True) -> list[Finding]:
+    """Run every rule on a stored run and store its findings in place of the previous ones."""
+    data = run_data(session, run_id)
+    findings = diagnose(data)
+    session.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
+    session.add_all(_row(run_id, f) for f in findings)
+    session.flush()
+    if refresh_peers:
+        # A run on fewer GPUs changes the verdict on comparable runs that used more.
+        for peer_id in _scaled_up_peers(session, run_id, data.shape):
+            diagnose_run(session, peer_id, refresh_peers=False)
+    return findings
+
+
+def load(session: Session, run_id: int) -> list[Finding]:
+    """A run's stored findings, as the rules ordered them."""
+    rows = session.execute(
+        select(FindingRow).where(FindingRow.run_id == run_id).order_by(FindingRow.id)
+    ).scalars()
+    return [_finding(r) for r in rows]
+
+
+def severities(session: Session, run_ids: Iterable[int] | None = None) -> dict[int, str]:
+    """The worst finding severity of each run that has findings."""
+    query = select(FindingRow.run_id, FindingRow.severity)
+    if run_ids is not None:
+        query = query.where(FindingRow.run_id.in_(list(run_ids)))
+    by_run: dict[int, list[str]] = {}
+    for run_id, severity in session.execute(query):
+        by_run.setdefault(run_id, []).append(severity)
+    return {run_id: worst(found) for run_id, found in by_run.items()}
+
+
+# Gathering a run's data
+
+
+def run_data(session: Session, run_id: int, *, related: bool = True) -> RunData:
+    """What the rules read of a stored run; ``related`` adds the run it continues and its peers."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"no run with id {run_id}")
+    data = RunData(
+        series=_series(session, run_id, _wanted), events=_events(session, run_id),
+        shape=RunShape.from_dict(run.shape), config=dict(run.config),
+        checkpoints=checkpoint_store.load(session, run_id), name=run.name,
+    )
+    if related:
+        previous = _previous(session, run, data)
+        data.previous = None if previous is None else run_data(session, previous, related=False)
+        data.peers = _peers(session, run_id, data)
+    return data
+
+
+def _wanted(name: str) -> bool:
+    return name in READ or (name.startswith("eval/") and name.endswith("loss"))
+
+
+def _series(session: Session, run_id: int, wanted: Callable[[str], bool]) -> dict[str, Series]:
+    rows = session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars()
+    out = {}
+    for row in rows:
+        if wanted(row.name):
+            steps, values, walls = series_store.read(session, row.id)
+            out[row.name] = Series(row.name, steps, values, row.original_name, walls)
+    return out
+
+
+def _events(session: Session, run_id: int) -> list[RunEvent]:
+    rows = session.execute(select(EventRow).where(EventRow.run_id == run_id).order_by(EventRow.id))
+    return [RunEvent(r.kind, r.step, r.message, dict(r.data), r.wall_time) for r in rows.scalars()]
+
+
+def _previous(session: Session, run: Run, data: RunData) -> int | None:
+    """The run this one continues: named by lineage, else the run that stopped where it starts."""
+    if run.resumed_from:
+        owner = checkpoint_store.owners(session, [run.resumed_from]).get(run.resumed_from)
+        if owner is not None and owner[0] != run.id:
+            return owner[0]
+    loss = data.get("loss")
+    late = None if loss is None else late_start(loss)
+    if late is None:
+        return None
+    first, gap = late[0], PREVIOUS_GAP * late[1]
+    rows = session.execute(
+        select(SeriesRow.run_id, Run.source_path, Run.shape).join(Run, Run.id == SeriesRow.run_id)
+        .where(SeriesRow.name == "loss", SeriesRow.run_id != run.id,
+               SeriesRow.last_step < first, SeriesRow.last_step >= first - gap)
+        .order_by(SeriesRow.last_step.desc())
+    ).all()
+    near = [r.run_id for r in rows
+            if _related(run, r.source_path, RunShape.from_dict(r.shape), data.shape)]
+    return near[0] if near else None
+
+
+def _related(run: Run, path: str, shape: RunShape, mine: RunShape) -> bool:
+    """Same experiment: logs in sibling folders, or the same architecture."""
+    same_place = Path(path).parent.parent == Path(run.source_path).parent.parent
+    arch = [(getattr(mine, f), getattr(shape, f)) for f in ARCHITECTURE]
+    same_model = any(a for a, _ in arch) and all(a is None or b is None or a == b for a, b in arch)
+    return same_place or same_model
+
+
+def _peers(session: Session, run_id: int, data: RunData) -> list[PeerRun]:
+    """Comparable runs on fewer GPUs, with their throughput series."""
+    if not data.shape.n_gpus or not any(data.get(n) is not None for n in THROUGHPUT):
+        return []
+    peers = []
+    for other, shape, name in _comparable(session, run_id, data.shape):
+        if shape.n_gpus < data.shape.n_gpus:
+            series = _series(session, other, lambda n: n in THROUGHPUT)
+            if series:
+                peers.append(PeerRun(f"run {other} ({name})", shape, series))
+    return peers
+
+
+def _scaled_up_peers(session: Session, run_id: int, shape: RunShape) -> list[int]:
+    if not shape.n_gpus:
+        return []
+    return [other for other, theirs, _ in _comparable(session, run_id, shape)
+            if theirs.n_gpus > shape.n_gpus]
+
+
+def _comparable(session: Session, run_id: int, shape: RunShape) -> list[tuple[int, RunShape, str]]:
+    rows = session.execute(select(Run.id, Run.shape, Run.name).where(Run.id != run_id)).all()
+    out = []
+    for other, stored, name in rows:
+        theirs = RunShape.from_dict(stored)
+        if comparable(shape, theirs):
+            out.append((other, theirs, name))
+    return out
+
+
+# Rows
+
+
+def _row(run_id: int, finding: Finding) -> FindingRow:
+    return FindingRow(
+        run_id=run_id, kind=finding.kind, severity=finding.severity,
+        step_start=finding.step_start, step_end=finding.step_end, message=finding.message,
+        cause=finding.cause, remedy=finding.remedy,
+        evidence={"values": _jsonable(finding.evidence), "metric": finding.metric,
+                  "marks": [int(m) for m in finding.marks]},
+    )
+
+
+def _finding(row: FindingRow) -> Finding:
+    stored = dict(row.evidence or {})
+    return Finding(
+        row.kind, row.severity, row.message, row.cause, row.remedy, row.step_start, row.step_end,
+        stored.get("metric"), tuple(stored.get("marks") or ()), dict(stored.get("values") or {}),
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON: numpy scalars as Python numbers, NaN and Inf as None, paths as text."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
