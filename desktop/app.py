@@ -55,7 +55,7 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
             window.services.ingest(paths)
         if smoke:
             return _smoke(app, window, started)
-        # Smoothing uses pandas; importing it now, off the GUI thread, spares the first plot a pause.
+        # Smoothing uses pandas: importing it now, off the GUI thread, spares the first plot.
         window.services.workers.start(lambda _worker: importlib.import_module("pandas"))
         return app.exec()
 
