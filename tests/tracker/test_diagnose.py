@@ -119,3 +119,17 @@ def test_the_cli_refuses_an_unknown_run(store, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["diagnose", "nope", "--db", store.url])
     assert exit_.value.code == 1 and "no run named 'nope'" in capsys.readouterr().err
+
+
+def test_lineage_names_the_run_a_resumed_one_continues(store, tmp_path):
+    first = write_run(tmp_path / "first.jsonl", range(1, 101))
+    with open(first, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"step": 100, "checkpoint": {"path": "ckpt/step-100"}}) + "\n")
+    first_id = ingested(store, first)
+    [saved] = store.checkpoints(first_id)
+    second_id = ingested(store, write_run(tmp_path / "second.jsonl", range(1, 101)))
+    store.set_resumed_from(second_id, saved.path)
+    with store.session() as s:
+        data = diagnostics.run_data(s, second_id)
+    assert data.previous is not None and data.previous.name == "first"
+    assert [c.path for c in data.previous.checkpoints] == [saved.path]

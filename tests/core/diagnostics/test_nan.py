@@ -70,3 +70,13 @@ def test_a_loss_scale_that_falls_to_one_has_collapsed():
 ])
 def test_a_loss_scale_that_finds_its_level_has_not_collapsed(scale):
     assert kinds(RunData(series=series(loss_scale=(np.arange(200), scale)))) == []
+
+
+def test_a_loss_scale_at_its_floor_reported_in_words_is_a_collapse():
+    from tracker.readers.crash import CrashScanner
+
+    [event] = CrashScanner().feed("[deepspeed] OVERFLOW! Current loss scale already at minimum: 1")
+    event.step = 870
+    collapse = only(RunData(series=series(loss=(np.arange(1, 900), np.linspace(3, 2, 899))),
+                            events=[event]), "loss_scale_collapse")
+    assert collapse.step_start == 870 and "minimum" in collapse.evidence["message"]

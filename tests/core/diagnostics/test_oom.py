@@ -84,3 +84,13 @@ def test_the_host_running_out_of_memory_is_its_own_finding():
 def test_one_oom_finding_however_many_ranks_printed_it():
     found = only(RunData(series=trained(500), events=[oom(480) for _ in range(8)]), "oom_mid")
     assert found.evidence["oom_messages"] == 8
+
+
+def test_the_recorders_oom_events_carry_the_peaks_at_the_crash():
+    # tracker.record writes the exception's type and the allocator's peaks when a run dies.
+    crash = RunEvent("oom", 120, "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                     {"error": "OutOfMemoryError", "mem_peak_gib": 30.1, "mem_reserved_gib": 44.0})
+    found = only(RunData(series=trained(200), events=[crash]), "oom_mid")
+    assert found.evidence["allocated_gib"] == 30.1 and found.evidence["reserved_gib"] == 44.0
+    host = RunEvent("oom", 120, "MemoryError", {"error": "MemoryError"})
+    assert kinds(RunData(series=trained(200), events=[host])) == ["oom_host"]

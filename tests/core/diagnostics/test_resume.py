@@ -86,3 +86,22 @@ def test_a_log_whose_steps_go_back_resumed_there():
     assert rebound.evidence["detected_by"] == "the logged steps go back"
     jump = rebound.evidence["loss_after"] - rebound.evidence["loss_before"]
     assert jump == pytest.approx(0.4, abs=0.05)
+
+
+def test_a_resume_the_log_reports_is_checked_against_the_checkpoint_it_names():
+    from core.checkpoints import Checkpoint
+    from core.runlog import RunEvent
+
+    steps = np.arange(1, 201)
+    loss = np.where(steps < 101, 3.0 - steps / 100, 2.6 - (steps - 100) / 300)
+    loss = loss + 0.01 * np.random.default_rng(5).standard_normal(200)
+    saved = Checkpoint("/ckpt/step-100", 100, has={"model": True, "optimizer": False,
+                                                   "scheduler": True})
+    resumed = RunEvent("resume", 101, "resumed", {"checkpoint": "/other/host/step-100"})
+    run = RunData(series=series(loss=(steps, loss)), checkpoints=[saved], events=[resumed])
+    rebound = only(run, "resume_rebound")
+    assert rebound.evidence["detected_by"] == "the log reports a resume"
+    assert rebound.evidence["checkpoint"] == "/ckpt/step-100"  # same folder name, another machine
+    assert rebound.evidence["has_optimizer"] is False and rebound.evidence["has_scheduler"] is True
+    assert rebound.cause == ("The checkpoint /ckpt/step-100 has no optimizer state (Adam's "
+                             "moments restart from zero).")
