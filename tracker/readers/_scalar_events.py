@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_PAD = 32  # zero bytes appended so fixed-width reads near the end stay in bounds
+# Zero bytes appended so fixed-width reads near the end stay in bounds: tags are read at
+# the width of the longest (at most 118 bytes on this path, rounded up to 8).
+_PAD = 256
 _VARINT_MAX = 10
 
 
@@ -91,12 +93,14 @@ def _varint(buf: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _tags(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Tag index per record and the distinct tags.
+    """Tag index per record and the distinct tags, in order of first appearance.
 
-    Equal byte strings are grouped through a 64-bit hash (sorting raw bytes is
-    several times slower), then checked byte for byte, so a collision cannot
-    merge two tags.
+    Equal byte strings are grouped through a 64-bit hash (pandas' hash table
+    needs no sort), then checked byte for byte, so a collision cannot merge
+    two tags.
     """
+    import pandas as pd
+
     if not len(starts):
         return np.zeros(0, dtype=np.int64), []
     width = -(-int(lengths.max()) // 8) * 8 or 8
@@ -105,8 +109,14 @@ def _tags(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.
     digest = lengths.astype(np.uint64)
     for word in names.view("<u8").T:  # FNV-1a over 8-byte words
         digest = (digest ^ word) * np.uint64(0x100000001B3)
-    _, first, ids = np.unique(digest, return_index=True, return_inverse=True)
+    ids, first = _factorize(pd.factorize(digest)[0])
     if not (names == names[first][ids]).all() or not (lengths == lengths[first][ids]).all():
-        _, first, ids = np.unique(names.view(f"V{width}").ravel(), return_index=True, return_inverse=True)
+        ids, first = _factorize(pd.factorize(pd.Series(list(map(bytes, names))))[0])
     tags = [bytes(names[i, : lengths[i]]).decode("utf-8", errors="replace") for i in first]
-    return ids.ravel(), tags
+    return ids, tags
+
+
+def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group ids numbered in order of first appearance, and the row where each first appears."""
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(ids), prepend=-1) > 0)
+    return ids.astype(np.int64), first

@@ -74,8 +74,11 @@ def scan(data: bytes) -> Records:
     that fails anywhere is damage, and raises :class:`ReaderError` naming the
     record and its byte offset.
     """
-    offsets, lengths, incomplete = _frame(data)
-    records = Records(np.array(offsets, dtype=np.int64), np.array(lengths, dtype=np.int64), incomplete)
+    offsets, end, incomplete = _frame(data)
+    starts = np.array(offsets, dtype=np.int64)
+    # Each record ends where the next one's header starts: the lengths need no second list.
+    lengths = np.diff(starts, append=end) - (HEADER + FOOTER)
+    records = Records(starts + HEADER, lengths, incomplete)
     buf = np.frombuffer(data, dtype=np.uint8)
     headers = records.offsets - HEADER
     _verify(buf, headers, np.full(len(records), 8), headers + 8, headers,
@@ -85,25 +88,24 @@ def scan(data: bytes) -> Records:
     return records
 
 
-def _frame(data: bytes) -> tuple[list[int], list[int], int | None]:
+def _frame(data: bytes) -> tuple[list[int], int, int | None]:
+    """Where each complete record starts, where the last one ends, where an incomplete one starts."""
     unpack = struct.Struct("<Q").unpack_from
-    offsets, lengths = [], []
-    add_offset, add_length = offsets.append, lengths.append
+    starts: list[int] = []
+    add = starts.append
     pos, size = 0, len(data)
-    while pos < size:
-        if pos + HEADER > size:
-            return offsets, lengths, pos
+    while pos + HEADER <= size:
         (length,) = unpack(data, pos)
-        if pos + HEADER + length + FOOTER > size:
+        end = pos + HEADER + length + FOOTER
+        if end > size:
             # Cut short, or a damaged length pointing past the end: the checksum tells which.
             if masked_crc(data[pos : pos + 8]) != struct.unpack_from("<I", data, pos + 8)[0]:
-                raise ReaderError(f"record {len(offsets) + 1:,} at byte {pos:,}: "
+                raise ReaderError(f"record {len(starts) + 1:,} at byte {pos:,}: "
                                   "damaged record header (length checksum mismatch)")
-            return offsets, lengths, pos
-        add_offset(pos + HEADER)
-        add_length(length)
-        pos += HEADER + length + FOOTER
-    return offsets, lengths, None
+            return starts, pos, pos
+        add(pos)
+        pos = end
+    return starts, pos, (pos if pos < size else None)
 
 
 def _verify(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, crc_at: np.ndarray,

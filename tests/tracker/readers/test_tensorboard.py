@@ -222,6 +222,7 @@ _EVENTS = st.builds(
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_EVENTS, min_size=1, max_size=12))
 @example([{"wall": 1.0, "step": 3, "tag": "t" * n, "value": 1.0, "extra": ""} for n in (118, 119)])
+@example([{"wall": 1.0, "step": 0, "tag": t, "value": 0.0, "extra": ""} for t in ("x" * 100, "0")])
 def test_fast_decoding_matches_protobuf_or_declines(specs):
     from tensorboard.compat.proto.event_pb2 import Event
     from tensorboard.compat.proto.summary_pb2 import Summary
