@@ -28,7 +28,8 @@ RECORDED = {"mem_peak_gib": "allocated_gib", "mem_reserved_gib": "reserved_gib"}
 
 START_CAUSE = "Static memory (weights, gradients and optimizer states) does not fit on the GPU."
 START_REMEDY = ("Lower the precision (bf16, 8-bit optimizer), switch to LoRA or QLoRA, shard "
-                "with ZeRO/FSDP, or add GPUs. Size the next run from this run's shape first.")
+                "with ZeRO/FSDP, or add GPUs. Size the next run from this run's shape first "
+                "(headroom size, or Size my next run in the app).")
 MID_CAUSE = "An activation peak: a long batch, an evaluation or a generation needed more memory."
 MID_REMEDY = ("Turn on activation recomputation (gradient checkpointing), lower the micro batch "
               "or the sequence length (or cap the eval/generation length).")
