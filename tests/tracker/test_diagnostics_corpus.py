@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-# Runs that show a phenomenon, by path under the corpus (a prefix), with the kinds it must raise.
-# Every other run that ingests is labelled clean: it must raise no finding at all.
+# Runs that show a phenomenon, by path under the corpus (a prefix), with the kinds they raise:
+# those and no others. Every other run that ingests is labelled clean: it must raise nothing.
 KNOWN: dict[str, set[str]] = {
     # eval loss 0.321 -> 0.420 over 4 evaluations while the training loss goes to 0.0001
     "hf_trainer/P4P4N1CK__whisper-large-v2-japanese-5k-steps": {"overfitting"},
@@ -24,8 +24,10 @@ KNOWN: dict[str, set[str]] = {
     "wandb/jackokeefe11__nanoGPT": {"overfitting"},
     # resumed at step 140749 (epoch 10, schedule length changed); train and val loss rise after
     "lightning/0Xero7__slm_training/lightning_logs/version_5": {"loss_rising"},
-    # MoE FSDP2 run: gradient norm up to 19584 against a median of 7, eleven times
-    "tensorboard/fyh2001__megatron-sft-recipes__p0_baseline_fsdp2_full_epoch": {"grad_explosion"},
+    # MoE FSDP2 run: gradient norm up to 19584 against a median of 7, eleven times; and the
+    # per-step loss flat at about 1.06 from step 650 to 2353 while the LR was still 35 % of peak
+    "tensorboard/fyh2001__megatron-sft-recipes__p0_baseline_fsdp2_full_epoch":
+        {"grad_explosion", "loss_plateau_late"},
     # nvidia-smi sampler: 79.2 of 79.65 GiB in use on every GPU
     "jsonl/ms_swift/fyh2001__megatron-sft-recipes__run_mbs1_ga8_gbs32_offload/gpu_metrics.jsonl":
         {"memory_tight"},
@@ -50,20 +52,23 @@ class Report:
         return {k: self.found[k] for k in self.clean if self.found[k]}
 
     @property
+    def unexpected(self) -> dict[str, set[str]]:
+        """Kinds a labelled run raised beyond its label."""
+        return {k: extra for k in self.found if k not in self.clean
+                if (extra := set(self.found[k]) - self.expected(k))}
+
+    @property
     def missed(self) -> dict[str, set[str]]:
-        out = {}
-        for key, kinds in self.found.items():
-            expected = self.expected(key)
-            if expected is not None and not expected <= set(kinds):
-                out[key] = expected - set(kinds)
-        return out
+        return {k: missing for k in self.found if k not in self.clean
+                if (missing := self.expected(k) - set(self.found[k]))}
 
     def lines(self) -> list[str]:
         out = [f"{'FOUND' if kinds else 'clean':5s}  {key}: {', '.join(kinds)}"
                for key, kinds in sorted(self.found.items())]
         n, fp = len(self.clean), len(self.false_positives)
         out.append(f"runs: {len(self.found)}; labelled with a phenomenon: {len(self.found) - n}, "
-                   f"missed: {len(self.missed)}")
+                   f"missed: {len(self.missed)}, raising more than their label: "
+                   f"{len(self.unexpected)}")
         out.append(f"clean runs: {n}; with a finding: {fp}; false-positive rate: "
                    f"{fp / n if n else 0:.1%}")
         return out
@@ -92,8 +97,9 @@ def report(corpus, tmp_path_factory) -> Report:
     return evaluate(corpus, tmp_path_factory.mktemp("corpus") / "corpus.db")
 
 
-def test_every_known_phenomenon_is_found(report):
+def test_every_known_phenomenon_is_found_and_nothing_else(report):
     assert report.missed == {}
+    assert report.unexpected == {}
 
 
 def test_clean_runs_raise_no_finding(report):
