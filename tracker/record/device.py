@@ -17,7 +17,8 @@ from core.metrics import GIB
 def cuda_ready() -> bool:
     """True when this process uses CUDA already (never initialises it)."""
     torch = sys.modules.get("torch")
-    return torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+    # is_initialized() first: a flag, where is_available() asks the driver.
+    return torch is not None and torch.cuda.is_initialized() and torch.cuda.is_available()
 
 
 def devices_of(model: Any | None) -> list[int]:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import platform
 import sys
-from importlib import metadata
 from typing import Any
 
 from core.hf_config import shape_fields
 
-# Libraries whose versions change memory use or speed, so every log states them.
+# Libraries whose versions change memory use or speed, as the process imported them.
 LIBRARIES = (
     "torch",
     "transformers",
@@ -23,10 +22,10 @@ LIBRARIES = (
     "bitsandbytes",
     "deepspeed",
     "lightning",
-    "pytorch-lightning",
+    "pytorch_lightning",
     "trl",
-    "flash-attn",
-    "liger-kernel",
+    "flash_attn",
+    "liger_kernel",
 )
 # torch dtype -> shape precision, for runs that train in the parameters' own dtype.
 DTYPES = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
@@ -188,13 +187,16 @@ def _main_tensor(batch: Any) -> Any | None:
 
 
 def versions() -> dict[str, str]:
-    """Python, CUDA and the installed versions of the libraries that matter for memory."""
+    """Python, CUDA and the versions of the libraries this process has imported.
+
+    Read from the modules, not package metadata: a library the run never
+    imported did not shape it, and the metadata scan would cost milliseconds.
+    """
     found = {"python": platform.python_version()}
     for name in LIBRARIES:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
+        version = getattr(sys.modules.get(name), "__version__", None)
+        if isinstance(version, str):
+            found[name] = version
     torch = sys.modules.get("torch")
     if torch is not None and torch.version.cuda:
         found["cuda"] = torch.version.cuda

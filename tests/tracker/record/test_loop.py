@@ -174,12 +174,12 @@ def test_a_fresh_run_keeps_an_earlier_log_aside(tmp_path):
 
 def test_resume_appends_after_a_line_cut_mid_write(store, tmp_path):
     path = tmp_path / "headroom.jsonl"
-    with Recorder(path) as rec:
+    with Recorder(path, every=1) as rec:
         for step in range(1, 11):
             rec.step(step, loss=1.0 / step)
     with open(path, "a") as f:
         f.write('{"step": 11, "loss": 0.0')  # the process died here
-    with Recorder(path, resume=True) as rec:
+    with Recorder(path, every=1, resume=True) as rec:
         rec.recording.start(8)  # as a loop resumed from the step-8 checkpoint would
         for step in range(9, 13):
             rec.step(step, loss=2.0 / step)
@@ -194,7 +194,7 @@ def test_resume_appends_after_a_line_cut_mid_write(store, tmp_path):
 
 def test_non_numeric_values_are_warned_once_and_left_out(tmp_path):
     path = tmp_path / "headroom.jsonl"
-    with Recorder(path) as rec, pytest.warns(RuntimeWarning) as caught:
+    with Recorder(path, every=1) as rec, pytest.warns(RuntimeWarning) as caught:
         for step in range(1, 4):
             rec.step(step, loss=1.0, note="warm-up", flag=True)
     messages = sorted(str(w.message) for w in caught)
