@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from core.diagnostics._stats import finite, value_at
-from core.diagnostics.finding import CRITICAL, WARNING, Finding, RunData
+from core.diagnostics.finding import CRITICAL, INFO, WARNING, Finding, RunData
 from core.runlog import RunEvent, Series
 
 COLLAPSE = 2.0**10  # a loss scale this many times below its usual level has collapsed
+SKIPPED_SHARE = 0.02  # up to 2 % of logged steps skipped as fp16 overflows is the scaler at work
 RISING = 1.05  # an LR 5 % above its value a few points earlier is still warming up
 LOOKBACK = 5  # points before the bad step that show the trend leading to it
 LABELS = {"loss": "Loss", "grad_norm": "Gradient norm", "eval_loss": "Eval loss"}
@@ -35,17 +36,46 @@ def nan_loss(run: RunData) -> list[Finding]:
     if first is None:
         return []
     step, source = first
-    loss = run.get("loss")
-    evidence = {"first_step": step, "seen_in": source, **_loss_after(run, step),
+    evidence = {"first_step": step, "seen_in": source, **_extent(run, step),
                 **_lr_at(run, step), **_scale_near(run, step)}
+    if _skipped_overflows(run, evidence):  # the scale where the skipping stopped
+        evidence.update(_scale_near(run, evidence["last_bad_step"]))
+        return [_overflow_finding(step, evidence)]
+    metric = "loss" if run.get("loss") is not None else source
     return [Finding(
-        "loss_nan", CRITICAL, _message(step, source, evidence), _cause(evidence),
+        "loss_nan", WARNING if evidence.get("recovered") else CRITICAL,
+        _message(step, source, evidence), _cause(evidence),
         "Filter out samples with NaN, empty or extreme values; lower the learning rate by an "
         "order of magnitude (or warm up longer); train in bf16 instead of fp16; look for "
         "divisions by zero in custom loss code.",
-        step, evidence.get("last_bad_step", step), "loss" if loss is not None else source,
-        () if step is None else (step,), evidence,
+        step, evidence.get("last_bad_step", step), metric, () if step is None else (step,),
+        evidence,
     )]
+
+
+def _skipped_overflows(run: RunData, evidence: dict) -> bool:
+    """A few NaN/Inf steps in an fp16 run that went on: the loss scaler skipping overflows."""
+    fp16 = run.get("loss_scale") is not None or "fp16" in str(run.shape.precision or "")
+    loss = run.get("loss")
+    share = evidence.get("bad_points", 0) / len(loss) if loss is not None else 1.0
+    return fp16 and bool(evidence.get("recovered")) and share <= SKIPPED_SHARE
+
+
+def _overflow_finding(step: int | None, evidence: dict) -> Finding:
+    count = evidence["bad_points"]
+    message = (f"{count} logged step{'s' if count > 1 else ''} overflowed fp16 (NaN/Inf) from step "
+               f"{step} on and {'were' if count > 1 else 'was'} skipped; training went on")
+    if "loss_scale_low" in evidence:
+        message += f" (loss scale down to {evidence['loss_scale_low']:g})"
+    return Finding(
+        "overflow_skips", INFO, message,
+        "fp16 dynamic loss scaling: a step whose gradients overflow is skipped and the scale "
+        "halved. A few such steps are normal.",
+        "Nothing to do while they stay rare; if they become frequent, train in bf16 or lower "
+        "the learning rate.",
+        step, evidence.get("last_bad_step", step), "loss", () if step is None else (step,),
+        evidence,
+    )
 
 
 def _first_bad(run: RunData) -> tuple[int | None, str] | None:
@@ -83,22 +113,25 @@ def _holes(run: RunData) -> np.ndarray:
     return np.concatenate(holes) if holes else np.empty(0, dtype=np.int64)
 
 
-def _loss_after(run: RunData, step: int | None) -> dict:
-    """How long the loss stayed bad, and where it stood before."""
+def _extent(run: RunData, step: int | None) -> dict:
+    """How many logged steps went bad, whether training went on after, and the loss before."""
     loss = run.get("loss")
     if loss is None or step is None:
         return {}
     hidden = _hidden_nan(loss, run.get("grad_norm"))
-    bad = (~np.isfinite(loss.values) & ~np.isin(loss.steps, _holes(run))) | hidden
-    bad_after = bad & (loss.steps >= step)
-    out: dict = {"bad_points": int(bad_after.sum()), "loss_hidden_by_filter": bool(hidden.any())}
-    if bad_after.any():  # recovered: a good point after the first bad one
-        out["recovered"] = bool((~bad[int(np.argmax(bad_after)) :]).any())
-    if bad.any():
-        out["last_bad_step"] = int(loss.steps[np.flatnonzero(bad)[-1]])
-    steps, values = finite(loss)
-    if (steps < step).any():
-        out["loss_before"] = float(values[steps < step][-1])
+    holes = _holes(run)
+    bad = set(loss.steps[(~np.isfinite(loss.values) & ~np.isin(loss.steps, holes)) | hidden])
+    grad = run.get("grad_norm")
+    if grad is not None:
+        bad |= set(grad.steps[~np.isfinite(grad.values) & ~np.isin(grad.steps, holes)])
+    last_bad = int(max((b for b in bad if b >= step), default=step))
+    good = np.isfinite(loss.values) & ~hidden
+    out = {"bad_points": sum(b >= step for b in bad), "last_bad_step": last_bad,
+           "recovered": bool((loss.steps[good] > last_bad).any()),
+           "loss_hidden_by_filter": bool(hidden.any())}
+    before = loss.values[good & (loss.steps < step)]
+    if len(before):
+        out["loss_before"] = float(before[-1])
     return out
 
 
@@ -157,7 +190,7 @@ def _message(step: int | None, source: str, ev: dict) -> str:
     else:
         text = f"NaN/Inf iterations reported {where}"
     if "recovered" in ev:
-        text += ", and recovered later" if ev["recovered"] else ", and never recovered"
+        text += ", and training went on" if ev["recovered"] else ", and never recovered"
     return text
 
 

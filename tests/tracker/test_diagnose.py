@@ -17,12 +17,13 @@ from tracker.db.schema import FindingRow
 from tracker.ingest import ingest
 
 
-def write_run(path: Path, steps: range, nan_at: int | None = None, shape: dict | None = None,
+def write_run(path: Path, steps: range, nan_from: int | None = None, shape: dict | None = None,
               tokens_per_s: float | None = None) -> Path:
-    """A Headroom JSONL log, as the recorders write it."""
+    """A Headroom JSONL log, as the recorders write it; the loss is NaN from ``nan_from`` on."""
     lines = [json.dumps({"headroom": 1, "run": {"name": path.stem, "shape": shape or {}}})]
     for step in steps:
-        row = {"step": step, "loss": math.nan if step == nan_at else 3.0 - step / 1000, "lr": 1e-4}
+        diverged = nan_from is not None and step >= nan_from
+        row = {"step": step, "loss": math.nan if diverged else 3.0 - step / 1000, "lr": 1e-4}
         if tokens_per_s:
             row["tokens_per_s"] = tokens_per_s
         lines.append(json.dumps(row))
@@ -37,7 +38,7 @@ def ingested(store, path: Path) -> int:
 
 
 def test_ingest_stores_each_runs_findings(store, tmp_path):
-    run_id = ingested(store, write_run(tmp_path / "diverged.jsonl", range(1, 101), nan_at=60))
+    run_id = ingested(store, write_run(tmp_path / "diverged.jsonl", range(1, 101), nan_from=60))
     clean_id = ingested(store, write_run(tmp_path / "clean.jsonl", range(1, 101)))
     [found] = store.findings(run_id)
     assert found.kind == "loss_nan" and found.step_start == 60 and found.marks == (60,)
@@ -50,9 +51,9 @@ def test_a_grown_log_replaces_its_findings(store, tmp_path):
     path = write_run(tmp_path / "growing.jsonl", range(1, 101))
     run_id = ingested(store, path)
     assert store.findings(run_id) == []
-    write_run(path, range(1, 151), nan_at=120)
+    write_run(path, range(1, 151), nan_from=120)
     assert ingested(store, path) == run_id
-    write_run(path, range(1, 201), nan_at=120)
+    write_run(path, range(1, 201), nan_from=120)
     ingested(store, path)
     assert [f.kind for f in store.findings(run_id)] == ["loss_nan"]
 
@@ -62,7 +63,7 @@ def test_a_failing_rule_is_logged_and_the_others_still_report(store, tmp_path, m
         raise ValueError("a detector bug")
 
     monkeypatch.setattr("core.diagnostics.RULES", (Rule("broken", broken, {}),) + RULES)
-    run_id = ingested(store, write_run(tmp_path / "nan.jsonl", range(1, 51), nan_at=30))
+    run_id = ingested(store, write_run(tmp_path / "nan.jsonl", range(1, 51), nan_from=30))
     assert [f.kind for f in store.findings(run_id)] == ["loss_nan"]
     assert "diagnostic rule 'broken' failed" in caplog.text
 
@@ -89,7 +90,7 @@ def test_a_run_that_starts_where_another_stopped_continues_it(store, corpus):
 
 
 def test_rediagnose_rebuilds_findings_from_the_stored_runs(store, tmp_path):
-    run_id = ingested(store, write_run(tmp_path / "nan.jsonl", range(1, 51), nan_at=30))
+    run_id = ingested(store, write_run(tmp_path / "nan.jsonl", range(1, 51), nan_from=30))
     with store.session() as s:
         s.execute(delete(FindingRow))
     assert store.findings(run_id) == []
@@ -98,12 +99,13 @@ def test_rediagnose_rebuilds_findings_from_the_stored_runs(store, tmp_path):
 
 
 def test_the_cli_prints_findings_as_text_and_json(store, tmp_path, capsys):
-    run_id = ingested(store, write_run(tmp_path / "nan.jsonl", range(1, 51), nan_at=30))
+    run_id = ingested(store, write_run(tmp_path / "nan.jsonl", range(1, 51), nan_from=30))
     ingested(store, write_run(tmp_path / "clean.jsonl", range(1, 51)))
     db = ["--db", store.url]
     assert main(["diagnose", str(run_id), *db]) == 0
     text = capsys.readouterr().out
-    assert "[critical] loss_nan  steps 30\n" in text and "remedy:" in text and "evidence:" in text
+    assert "[critical] loss_nan  steps 30-50\n" in text
+    assert "remedy:" in text and "evidence:" in text
     assert main(["diagnose", "nan", "--json", *db]) == 0
     [entry] = json.loads(capsys.readouterr().out)
     [finding] = entry["findings"]

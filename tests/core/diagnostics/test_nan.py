@@ -80,3 +80,28 @@ def test_a_loss_scale_at_its_floor_reported_in_words_is_a_collapse():
     collapse = only(RunData(series=series(loss=(np.arange(1, 900), np.linspace(3, 2, 899))),
                             events=[event]), "loss_scale_collapse")
     assert collapse.step_start == 870 and "minimum" in collapse.evidence["message"]
+
+
+def test_a_nan_that_training_survived_is_a_warning_and_fp16_overflow_skips_are_only_noted():
+    steps = np.arange(1, 501)
+    loss = np.linspace(3.0, 2.0, 500)
+    loss[[40, 41, 300]] = np.nan  # three logged steps went bad; training went on
+    run = RunData(series=series(loss=(steps, loss)))
+    nan = only(run, "loss_nan")
+    assert nan.severity == "warning" and nan.evidence["recovered"]
+    assert nan.evidence["bad_points"] == 3
+    assert "training went on" in nan.message
+    # The same in an fp16 run with dynamic loss scaling: the scaler skipped overflowing steps.
+    scale = np.where(steps < 41, 65536.0, np.where(steps < 301, 32768.0, 16384.0))
+    run.series.update(series(loss_scale=(steps, scale)))
+    skips = only(run, "overflow_skips")
+    assert skips.severity == "info" and skips.evidence["loss_scale_low"] == 16384.0
+    assert kinds(run) == ["overflow_skips"]
+
+
+def test_many_overflows_are_not_the_scaler_at_work():
+    steps = np.arange(1, 501)
+    loss = np.linspace(3.0, 2.0, 500)
+    loss[::20] = np.nan  # one logged step in twenty
+    run = RunData(series=series(loss=(steps, loss), loss_scale=(steps, np.full(500, 1024.0))))
+    assert only(run, "loss_nan").severity == "warning"
