@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QStyle
 
 Key = QKeySequence.StandardKey
+Icon = QStyle.StandardPixmap
 
 MENUS = ("&File", "&Edit", "&View", "&Help")
 # What a standard key means where the platform theme does not say (bare X11, offscreen).
@@ -31,6 +33,7 @@ class ActionSpec:
     toolbar: bool = False
     checkable: bool = False
     separator: bool = False  # a separator before it in its menu
+    icon: QStyle.StandardPixmap | None = None  # the style's own icon, for the toolbar
 
     def shortcuts(self) -> list[QKeySequence]:
         """The platform's keys for a standard shortcut (else the usual ones), or the given key."""
@@ -42,14 +45,15 @@ class ActionSpec:
 
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("open_files", "&Open Files…", "&File", "open_files", Key.Open,
-               "Ingest training logs: trainer_state.json, JSONL, CSV, console logs…", toolbar=True),
+               "Ingest training logs: trainer_state.json, JSONL, CSV, console logs…", toolbar=True,
+               icon=Icon.SP_FileIcon),
     ActionSpec("open_folder", "Open F&older…", "&File", "open_folder", "Ctrl+Shift+O",
-               "Ingest every run found in a folder", toolbar=True),
+               "Ingest every run found in a folder", toolbar=True, icon=Icon.SP_DirOpenIcon),
     ActionSpec("load_samples", "Load &Sample Runs", "&File", "load_samples", None,
                "Ingest the sample runs bundled with Headroom"),
     ActionSpec("reload", "&Reload", "&File", "reload", Key.Refresh,
                "Re-read every run's logs: new points are added, unchanged logs skipped",
-               toolbar=True),
+               toolbar=True, icon=Icon.SP_BrowserReload),
     ActionSpec("export_plots", "&Export Plots…", "&File", "export_plots", "Ctrl+E",
                "Save the plots as PNG or SVG, or the shown points as CSV", separator=True),
     ActionSpec("quit", "&Quit", "&File", "close", Key.Quit, separator=True),
@@ -58,7 +62,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("notes", "&Notes…", "&Edit", "edit_notes", "Ctrl+Shift+N"),
     ActionSpec("delete", "&Delete Runs…", "&Edit", "delete_runs", Key.Delete,
                "Remove the selected runs from the database (your files are not touched)",
-               toolbar=True),
+               toolbar=True, icon=Icon.SP_TrashIcon),
     ActionSpec("select_all", "Select &All Runs", "&Edit", "select_all", Key.SelectAll,
                separator=True),
     ActionSpec("find", "&Find Runs…", "&Edit", "find", Key.Find, "Filter the runs table"),

@@ -38,6 +38,8 @@ DOCK_AREAS = {"bottom": Qt.DockWidgetArea.BottomDockWidgetArea,
 LOG_FILTER = ("Training logs (*.json *.jsonl *.csv *.tsv *.log *.txt *.out *.yaml *.toml "
               "*tfevents* *.wandb);;All files (*)")
 DEFAULT_SIZE = QSize(1440, 900)
+NEED_SELECTION = ("rename", "tags", "notes", "delete")
+NEED_RUNS = ("reload", "export_plots", "select_all", "find")
 
 
 class MainWindow(QMainWindow):
@@ -59,7 +61,7 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.left)
         self.splitter.addWidget(self.tabs)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([600, 840])
+        self.splitter.setSizes([640, 800])
         self.empty = EmptyState([r.label for r in READERS])
         self.central = QStackedWidget()
         self.central.addWidget(self.empty)
@@ -95,12 +97,15 @@ class MainWindow(QMainWindow):
     def _add_actions(self) -> None:
         menus = {title: self.menuBar().addMenu(title) for title in MENUS}
         toolbar = QToolBar("Main", self, objectName="mainToolbar", movable=False)
-        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toolbar.setIconSize(QSize(16, 16))
         self.addToolBar(toolbar)
         for spec in ACTIONS:
             action = QAction(spec.text, self, checkable=spec.checkable, toolTip=spec.tip or None,
                              statusTip=spec.tip)
             action.setShortcuts(spec.shortcuts())
+            if spec.icon is not None:
+                action.setIcon(self.style().standardIcon(spec.icon))
             action.triggered.connect(getattr(self, spec.slot))
             if spec.separator:
                 menus[spec.menu].addSeparator()
@@ -138,6 +143,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         s = self.services
         s.sig_runs_changed.connect(self._on_runs_changed)
+        s.sig_selection_changed.connect(self._enable_actions)
         s.sig_ingest_started.connect(self._on_ingest_started)
         s.sig_message.connect(lambda text: self.statusBar().showMessage(text, 10_000))
         self.empty.sig_open_files_requested.connect(self.open_files)
@@ -195,6 +201,15 @@ class MainWindow(QMainWindow):
         count = self.services.run_count()
         self.count_label.setText(f"{count} run{'s' if count != 1 else ''}")
         self.central.setCurrentWidget(self.splitter if count else self.empty)
+        self._enable_actions()
+
+    def _enable_actions(self) -> None:
+        """Commands on runs need a selection; reload and export need runs."""
+        selected = bool(self.services.selected)
+        for action_id in NEED_SELECTION:
+            self.actions_[action_id].setEnabled(selected)
+        for action_id in NEED_RUNS:
+            self.actions_[action_id].setEnabled(self.central.currentWidget() is self.splitter)
 
     def _on_ingest_started(self, _paths: list[str]) -> None:
         self.panels["ingest"].show()

@@ -1,23 +1,22 @@
-"""Compare runs side by side: the settings that differ, then the results.
+"""Compare runs side by side: the results, then the settings that differ.
 
-Settings are the shape fields and the flattened config; by default only keys
-whose values differ between the runs are kept (the question is always "what
-did I change?"). Results are the runs table's figures, always shown.
+Results are the runs table's figures, always shown. Settings are the shape
+fields and the flattened config; by default only keys whose values differ
+between the runs are kept (the question is always "what did I change?").
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from core.shape import RunShape
-from desktop.presenters import formatting as fmt
+from desktop.presenters.formatting import MISSING, setting
 from desktop.presenters.run_columns import COLUMNS
+from desktop.presenters.shape_fields import label
 from tracker.db.runs import RunSummary
 from tracker.readers._common import flatten
 
-MISSING = "—"
 RESULT_COLUMNS = ("steps", "last_loss", "min_loss", "best_eval", "peak_mem", "tokens_per_s")
 
 
@@ -45,16 +44,17 @@ def compare(runs: list[CompareRun], only_differences: bool = True) -> list[Compa
     rows += _settings("Config", configs, sorted(set().union(*configs)) if configs else [])
     if only_differences:
         rows = [r for r in rows if r.differs]
-    return rows + _results([r.summary for r in runs])
+    return _results([r.summary for r in runs]) + rows
 
 
 def _settings(section: str, values: list[dict[str, Any]], keys: list[str]) -> list[CompareRow]:
     rows = []
     for key in keys:
-        texts = tuple(text(v.get(key)) for v in values)
+        texts = tuple(setting(v.get(key)) for v in values)
         if all(t == MISSING for t in texts):
             continue
-        rows.append(CompareRow(section, key, texts, len(set(texts)) > 1))
+        name = label(key) if section == "Shape" else key
+        rows.append(CompareRow(section, name, texts, len(set(texts)) > 1))
     return rows
 
 
@@ -66,13 +66,3 @@ def _results(runs: list[RunSummary]) -> list[CompareRow]:
             rows.append(CompareRow("Results", column.title, texts, len(set(texts)) > 1))
     return rows
 
-
-def text(value: Any) -> str:
-    """A setting's value as one short line."""
-    if value is None:
-        return MISSING
-    if isinstance(value, (bool, int, float)):
-        return fmt.number(value, digits=6)
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=str, separators=(", ", ": "))
-    return str(value)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime
+from typing import Any
+
+MISSING = "—"
 
 
 def number(value: float | int | None, digits: int = 4) -> str:
@@ -53,3 +57,14 @@ def compact(value: float | None) -> str:
         if abs(value) >= size:
             return f"{value / size:.3g}{suffix}"
     return f"{value:.3g}"
+
+
+def setting(value: Any) -> str:
+    """A setting's value as one short line (a dash when the run does not say)."""
+    if value is None:
+        return MISSING
+    if isinstance(value, (bool, int, float)):
+        return number(value, digits=6)
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str, separators=(", ", ": "))
+    return str(value)

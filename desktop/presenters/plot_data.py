@@ -38,6 +38,11 @@ DEFAULT_PANELS: tuple[tuple[str, ...], ...] = (
     ("batch_size",),
     ("tokens_seen", "samples_seen"),
 )
+# Schedules, counters and running maxima are exact: smoothing would only distort them.
+NEVER_SMOOTHED = frozenset({
+    "lr", "epoch", "loss_scale", "batch_size", "micro_batch_size", "seq_len", "tokens_seen",
+    "samples_seen", "skipped_iters", "nan_iters", *MEMORY_METRICS,
+})
 # Metrics drawn (dashed, unsmoothed) on another metric's panel unless chosen on their own.
 OVERLAYS: dict[str, tuple[str, ...]] = {"loss": ("eval_loss",)}
 
@@ -169,8 +174,8 @@ def _add_run(panel: Panel, run: RunData, place: _RunAxis, colour_: str, metrics:
             continue
         overlay = metric != panel.metric
         x = place.x(series.steps, series.wall_time)
-        panel.curves.append(_curve(run, metric, colour_, x, series.values,
-                                   0.0 if overlay else smoothing, overlay))
+        smooth = 0.0 if overlay or metric in NEVER_SMOOTHED else smoothing
+        panel.curves.append(_curve(run, metric, colour_, x, series.values, smooth, overlay))
     if any(c.run_id == run.run_id for c in panel.curves):
         xs = place.x(np.asarray(run.resumes, dtype=np.int64), None)
         panel.resumes.extend((float(x), colour_) for x in xs if np.isfinite(x))

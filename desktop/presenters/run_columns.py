@@ -75,7 +75,6 @@ def _gpus_text(run: RunSummary) -> str:
 
 COLUMNS: tuple[Column, ...] = (
     Column("name", "Name", lambda r: r.name),
-    Column("format", "Format", lambda r: r.format),
     Column("model", "Model", lambda r: model_label(r.shape)),
     Column("method", "Method", lambda r: r.shape.method),
     Column("gpus", "GPUs", _gpus, tip="GPUs the run used (and their model)", label=_gpus_text),
@@ -88,6 +87,7 @@ COLUMNS: tuple[Column, ...] = (
            tip="peak device memory: allocated, else reserved, else as nvidia-smi saw it"),
     Column("tokens_per_s", "Tokens/s", _stat("tokens_per_s", "last"), fmt.count, numeric=True,
            tip="throughput at the last logged step"),
+    Column("format", "Format", lambda r: r.format),
     Column("started", "Started", lambda r: r.started_at, fmt.when),
     Column("tags", "Tags", lambda r: ", ".join(r.tags) or None),
 )
@@ -107,7 +107,7 @@ class RunRow:
 def make_row(run: RunSummary) -> RunRow:
     keys = tuple(column.value(run) for column in COLUMNS)
     texts = tuple(column.cell(run, key) for column, key in zip(COLUMNS, keys, strict=True))
-    words = (run.name, run.format, run.source_path, run.notes, *texts[2:5], *run.tags)
+    words = (run.name, run.format, run.source_path, run.notes, *texts[1:4], *run.tags)
     return RunRow(run, keys, texts, " ".join(w for w in words if w).lower())
 
 

@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 
 from core.shape import ATTENTION, METHODS, PRECISIONS, RECOMPUTE, RunShape
-from desktop.presenters.compare import MISSING, text
+from desktop.presenters.formatting import MISSING, setting
 from tracker.db.runs import USER_SOURCE
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -66,11 +66,16 @@ def groups(shape: RunShape) -> list[tuple[str, list[FieldRow]]]:
 
 def _row(shape: RunShape, name: str) -> FieldRow:
     value = getattr(shape, name)
-    shown = ", ".join(map(str, value)) if isinstance(value, list) else text(value)
+    shown = ", ".join(map(str, value)) if isinstance(value, list) else setting(value)
     source = shape.sources.get(name, "") if value is not None else ""
-    return FieldRow(name, LABELS.get(name, name.replace("_", " ")), value,
+    return FieldRow(name, label(name), value,
                     "" if value is None else shown,
                     source_label(source), CHOICES.get(name, ()))
+
+
+def label(name: str) -> str:
+    """A shape field's name as the form shows it: "KV heads" for ``n_kv_heads``."""
+    return LABELS.get(name, name.replace("_", " "))
 
 
 def source_label(source: str) -> str:
@@ -99,7 +104,7 @@ def parse(name: str, typed: str) -> Any:
             return [part.strip() for part in typed.split(",") if part.strip()]
         return typed
     except ValueError as err:
-        raise ValueError(f"{LABELS.get(name, name)}: {err}") from None
+        raise ValueError(f"{label(name)}: {err}") from None
 
 
 @cache

@@ -50,7 +50,7 @@ class CompareView(QWidget):
         table = [compare.CompareRun(r, self._services.config(r.id)) for r in runs]
         rows = compare.compare(table, self.only_differences.isChecked())
         self._set_headers([r.name for r in runs])
-        self._fill(rows)
+        self._fill(rows, highlight=not self.only_differences.isChecked())
         differing = sum(r.differs for r in rows if r.section != "Results")
         self.summary.setText(f"{len(runs)} runs · {differing} settings differ")
 
@@ -63,11 +63,14 @@ class CompareView(QWidget):
         self.model.setHorizontalHeaderLabels(["Setting", *names])
         for i in range(len(names)):
             self.model.horizontalHeaderItem(i + 1).setForeground(QBrush(QColor(colour(i))))
-        self.tree.setColumnWidth(0, 260)
-        for i in range(len(names)):
-            self.tree.setColumnWidth(i + 1, 170)
+        self.tree.setColumnWidth(0, 240)
+        metrics = self.tree.fontMetrics()
+        for i, name in enumerate(names):
+            width = metrics.horizontalAdvance(name) + 28
+            self.tree.setColumnWidth(i + 1, min(320, max(150, width)))
 
-    def _fill(self, rows: list[compare.CompareRow]) -> None:
+    def _fill(self, rows: list[compare.CompareRow], highlight: bool) -> None:
+        """Sections of rows; with every setting shown, those that differ are highlighted."""
         sections: dict[str, QStandardItem] = {}
         for row in rows:
             if row.section not in sections:
@@ -80,7 +83,7 @@ class CompareView(QWidget):
             items = [QStandardItem(row.key), *(QStandardItem(v) for v in row.values)]
             for item in items[1:]:
                 item.setToolTip(item.text())
-                if row.differs:
+                if highlight and row.differs:
                     item.setBackground(_DIFFERS)
             sections[row.section].appendRow(items)
         self.tree.expandAll()

@@ -8,7 +8,7 @@ from PySide6.QtCore import QSortFilterProxyModel, Qt
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QLineEdit, QTreeView, QVBoxLayout, QWidget
 
-from desktop.presenters.compare import text
+from desktop.presenters.formatting import setting
 
 
 class ConfigTree(QWidget):
@@ -51,7 +51,7 @@ def _fill(parent: QStandardItem, value: dict | list) -> None:
     for key, child in pairs:
         key_item = QStandardItem(str(key))
         nested = isinstance(child, (dict, list)) and child and len(str(child)) > 60
-        value_item = QStandardItem("" if nested else text(child))
+        value_item = QStandardItem("" if nested else setting(child))
         value_item.setToolTip(value_item.text())
         parent.appendRow([key_item, value_item])
         if nested:

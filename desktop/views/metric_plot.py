@@ -123,6 +123,15 @@ class MetricPlot:
         self.plot.addItem(line, ignoreBounds=True)
 
 
+class CompactAxis(pg.AxisItem):
+    """Tick labels as people say big numbers (47K tokens/s, 1.3B tokens), not 4.7e+04."""
+
+    def tickStrings(self, values, scale, spacing) -> list[str]:
+        if max((abs(v * scale) for v in values), default=0) < 10_000:
+            return super().tickStrings(values, scale, spacing)
+        return [fmt.compact(v * scale) for v in values]
+
+
 def _line(x, y, **options) -> pg.PlotDataItem:
     """A curve with gaps at NaN/Inf, downsampled to :data:`SAMPLES_PER_PIXEL` when long."""
     item = pg.PlotDataItem(x, y, connect="finite", **options)

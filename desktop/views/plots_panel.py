@@ -32,9 +32,9 @@ from desktop.presenters.plot_data import X_AXES, PlotSpec, RunData
 from desktop.services import AppServices, series_version
 from desktop.settings import Settings
 from desktop.views import scene_export
-from desktop.views.metric_plot import MetricPlot
+from desktop.views.metric_plot import CompactAxis, MetricPlot
 
-MIN_PANEL_HEIGHT = 130
+MIN_PANEL_HEIGHT = 110
 SELECT_RUNS = "Select runs in the table to plot them (Ctrl+click or Shift+click for several)."
 NO_METRICS = "The selected runs have no metric series to plot."
 EXPORTS = {  # suffix -> (menu text, file dialog filter)
@@ -117,7 +117,7 @@ class PlotsPanel(QWidget):
     def _layout(self) -> None:
         bar = QHBoxLayout()
         bar.addWidget(self.metrics_button)
-        bar.addWidget(QLabel("x axis"))
+        bar.addWidget(QLabel("X axis"))
         bar.addWidget(self.axis_combo)
         bar.addSpacing(12)
         bar.addWidget(QLabel("Smoothing"))
@@ -196,12 +196,15 @@ class PlotsPanel(QWidget):
         self.graphics.addItem(self.legend, row=0, col=0)
         self.panels = []
         for row in range(count):
-            axis = {"bottom": pg.DateAxisItem()} if self.axis == "wall" else None
-            plot = self.graphics.addPlot(row=row + 1, col=0, axisItems=axis)
+            axes = {"left": CompactAxis("left")}
+            if self.axis == "wall":
+                axes["bottom"] = pg.DateAxisItem()
+            plot = self.graphics.addPlot(row=row + 1, col=0, axisItems=axes)
             if self.panels:
                 plot.setXLink(self.panels[0].plot)
             self.panels.append(MetricPlot(plot))
         self.graphics.setMinimumHeight(count * MIN_PANEL_HEIGHT + 30)
+        self.graphics.updateGeometry()  # the scroll area then fits the plots to its height again
         self._drawn_axis = self.axis
 
     def _label_axes(self, spec: PlotSpec) -> None:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMenu,
+    QStyledItemDelegate,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -28,8 +29,8 @@ from tracker.db.runs import RunSummary
 
 ALL = "All"
 # Widths that fit typical content without a resize pass over thousands of rows.
-WIDTHS = {"name": 220, "format": 110, "model": 130, "method": 60, "gpus": 120, "started": 120,
-          "tags": 120}
+WIDTHS = {"name": 190, "model": 110, "method": 56, "gpus": 136, "steps": 60, "format": 110,
+          "started": 118, "tags": 120}
 
 
 class RunsPanel(QWidget):
@@ -65,13 +66,14 @@ class RunsPanel(QWidget):
         table.sortByColumn(COLUMN_INDEX["started"], Qt.SortOrder.DescendingOrder)
         table.setAlternatingRowColors(True)
         table.setWordWrap(False)
+        table.setItemDelegateForColumn(COLUMN_INDEX["name"], _ElideMiddle(table))
         table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         table.customContextMenuRequested.connect(self._context_menu)
         table.verticalHeader().hide()
         table.verticalHeader().setDefaultSectionSize(24)
         header = table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setDefaultSectionSize(78)
+        header.setDefaultSectionSize(72)
         header.setHighlightSections(False)
         header.setSectionsMovable(True)
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -209,6 +211,14 @@ class RunsPanel(QWidget):
             action.setEnabled(i != 0)  # the name always shows
             action.toggled.connect(lambda on, i=i: header.setSectionHidden(i, not on))
         menu.exec(header.mapToGlobal(pos))
+
+
+class _ElideMiddle(QStyledItemDelegate):
+    """Run names often differ only at the end (lr5e-3 vs lr1e-3): keep both ends visible."""
+
+    def initStyleOption(self, option, index) -> None:
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideMiddle
 
 
 def _combo(what: str) -> QComboBox:

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QStyle,
+    QVBoxLayout,
+    QWidget,
+)
 
 MESSAGE_WHEN_EMPTY = "Drop training logs or run folders here"
 DESCRIPTION_WHEN_EMPTY = (
@@ -11,6 +20,15 @@ DESCRIPTION_WHEN_EMPTY = (
     "of Megatron-LM, DeepSpeed, torchtitan and nanoGPT, JSONL and CSV: {count} formats in all.<br>"
     "Everything goes into a local database; your files are only read, never changed."
 )
+
+
+def _centred(widget: QWidget) -> QHBoxLayout:
+    """A row that centres ``widget`` and lets it grow up to its maximum width."""
+    row = QHBoxLayout()
+    row.addStretch(1)
+    row.addWidget(widget, 10)
+    row.addStretch(1)
+    return row
 
 
 class EmptyState(QWidget):
@@ -33,18 +51,23 @@ class EmptyState(QWidget):
         title.setFont(font)
         text = QLabel(DESCRIPTION_WHEN_EMPTY.format(count=len(formats)), wordWrap=True,
                       alignment=Qt.AlignmentFlag.AlignCenter)
+        text.setMaximumWidth(620)  # a readable measure on wide windows
+        text.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         text.setToolTip("\n".join(formats))
+        icon = QLabel(alignment=Qt.AlignmentFlag.AlignCenter)
+        icon.setPixmap(self.style().standardIcon(QStyle.StandardPixmap.SP_DirOpenIcon).pixmap(56))
         text.setStyleSheet("color: #52606d;")
         inner = QVBoxLayout(frame)
         inner.setContentsMargins(48, 40, 48, 40)
         inner.setSpacing(16)
         inner.addStretch(1)
+        inner.addWidget(icon)
         inner.addWidget(title)
-        inner.addWidget(text)
+        inner.addLayout(_centred(text))
         inner.addLayout(self._buttons())
         inner.addStretch(1)
         outer = QVBoxLayout(self)
-        outer.setContentsMargins(60, 60, 60, 60)
+        outer.setContentsMargins(40, 40, 40, 40)
         outer.addWidget(frame)
 
     def _buttons(self) -> QHBoxLayout:
@@ -55,9 +78,9 @@ class EmptyState(QWidget):
             ("Open folder…", self.sig_open_folder_requested),
             ("Load sample runs", self.sig_samples_requested),
         ):
-            button = QPushButton(text)
-            button.setMinimumHeight(32)
+            button = QPushButton(text, minimumHeight=32, minimumWidth=130)
             button.clicked.connect(signal)
             row.addWidget(button)
+        button.setDefault(True)  # a newcomer's quickest way to see every view
         row.addStretch(1)
         return row

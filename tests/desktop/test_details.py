@@ -100,7 +100,7 @@ def test_compare_shows_only_what_differs(qtbot, services, corpus):
     shape = next(s for s in sections if s.text() == "Shape")
     rows = {shape.child(r, 0).text(): (shape.child(r, 1).text(), shape.child(r, 2).text())
             for r in range(shape.rowCount())}
-    assert rows["lora_rank"] in {("8", "16"), ("16", "8")}
+    assert rows["lora rank"] in {("8", "16"), ("16", "8")}
     assert "method" not in rows  # both are LoRA: the same setting is hidden
     view.only_differences.setChecked(False)
     shape = next(view.model.item(r, 0) for r in range(view.model.rowCount())

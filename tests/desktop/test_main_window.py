@@ -124,8 +124,11 @@ def test_delete_dialog_says_files_stay(qtbot, monkeypatch):
 
 
 def test_menus_find_select_all_and_about(qtbot, window, services, corpus, monkeypatch):
+    actions = window.actions_
+    assert not actions["delete"].isEnabled() and not actions["reload"].isEnabled()
     ingest_and_wait(qtbot, services, [corpus / "hf_trainer" / name for name in HF_RUNS])
     qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == 2)
+    assert actions["delete"].isEnabled() and actions["reload"].isEnabled()
     menus = [a.text() for a in window.menuBar().actions()]
     assert menus == ["&File", "&Edit", "&View", "&Help"]
     for action_id in ("open_files", "reload", "delete", "select_all", "find", "full_screen",

@@ -57,13 +57,15 @@ def test_build_overlays_eval_and_colours_runs_in_selection_order():
     assert plot_data.build([a], ["loss", "eval_loss"]).panels[0].curves[-1].metric == "loss"
 
 
-def test_smoothing_applies_to_followed_curves_not_overlays():
+def test_smoothing_applies_to_noisy_measurements_only():
     run = _run(loss=_series("loss", range(5), [5, 1, 5, 1, 5]),
-               eval_loss=_series("eval_loss", [4], [2.0]))
-    curves = plot_data.build([run], ["loss"], smoothing=0.5).panels[0].curves
-    assert curves[0].smooth is not None and curves[0].smooth[1] == pytest.approx(
+               eval_loss=_series("eval_loss", [4], [2.0]),
+               lr=_series("lr", range(5), [0, 1, 2, 2, 1]))
+    loss, lr = plot_data.build([run], ["loss", "lr"], smoothing=0.5).panels
+    assert loss.curves[0].smooth is not None and loss.curves[0].smooth[1] == pytest.approx(
         (0.5 * 5 * 0.5 + 0.5 * 1) / (1 - 0.25))
-    assert curves[1].smooth is None
+    assert loss.curves[1].smooth is None  # the eval overlay
+    assert lr.curves[0].smooth is None  # a schedule is exact
 
 
 def test_nan_and_inf_are_marked_at_the_last_finite_value():
@@ -182,14 +184,15 @@ def test_compare_keeps_only_differing_settings_then_results():
             compare.CompareRun(b, {"optim": {"lr": 3e-4, "betas": [0.9, 0.95]}, "seed": 1})]
     rows = compare.compare(runs)
     settings = [(r.section, r.key, r.values) for r in rows if r.section != "Results"]
-    assert settings == [("Shape", "lora_rank", ("8", "—")),
-                        ("Shape", "seq_len", ("2,048", "4,096")),
+    assert settings == [("Shape", "lora rank", ("8", "—")),
+                        ("Shape", "sequence length", ("2,048", "4,096")),
                         ("Config", "optim.lr", ("0.0001", "0.0003"))]
     results = {r.key: r.values for r in rows if r.section == "Results"}
     assert results["Last loss"] == ("1", "—") and results["Peak GiB"] == ("—", "—")
     everything = compare.compare(runs, only_differences=False)
     assert ("Config", "seed", ("1", "1"), False) in [(r.section, r.key, r.values, r.differs)
                                                     for r in everything]
+    assert [r.section for r in rows][:6] == ["Results"] * 6  # what happened comes first
 
 
 # ---- Shape form
