@@ -1,0 +1,93 @@
+"""Screenshots of the desktop app with the sample runs loaded, for the README.
+
+Opens the real window on a temporary database and settings file, loads the
+sample runs through the same ingest as a user's drop, and saves PNGs of the
+views into ``docs/screenshots/``. Run it on a display, or headless under Xvfb
+(real X11 fonts and rendering)::
+
+    xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "docs" / "screenshots"
+SIZE = (1440, 900)
+FSDP = "synthetic-llama3-8b-fsdp-8xh100"
+QLORA = "synthetic-llama3-8b-qlora-rtx4090"
+HF = ("hf-gpt2-tiny-lr5e-3", "hf-gpt2-tiny-lr1e-3-cosine")
+
+
+def main() -> None:
+    home = tempfile.mkdtemp(prefix="headroom-shots-")
+    os.environ["HEADROOM_HOME"] = home  # never the user's database or settings
+    from desktop.app import make_app
+    from desktop.main_window import MainWindow
+    from desktop.services import AppServices
+    from desktop.settings import Settings
+    from tracker.store import Store
+
+    app = make_app()
+    window = MainWindow(AppServices(Store(str(Path(home) / "shots.db"))), Settings())
+    window.resize(*SIZE)
+    window.show()
+    OUT.mkdir(parents=True, exist_ok=True)
+    shoot(app, window, "empty-state")
+    ingest_samples(app, window)
+    views = [  # file name, runs to select, tab to show
+        ("plots", [FSDP, QLORA], "plots"),
+        ("plots-small-runs", list(HF), "plots"),
+        ("details", [FSDP], "details"),
+        ("compare", [FSDP, QLORA], "compare"),
+    ]
+    for name, runs, tab in views:
+        select(app, window, runs)
+        window.tabs.setCurrentWidget(window.panels[tab])
+        settle(app, 1500)
+        shoot(app, window, name)
+    window.close()
+
+
+def ingest_samples(app, window) -> None:
+    done: list[object] = []
+    window.services.sig_ingest_finished.connect(done.append)
+    window.load_samples()
+    while not done:
+        settle(app, 100)
+    report = done[0]
+    if not report.ok:
+        raise SystemExit(f"sample ingest failed: {report.to_dict()}")
+    settle(app, 1000)
+
+
+def select(app, window, names: list[str]) -> None:
+    ids = {r.name: r.id for r in window.services.store.runs()}
+    window.runs_panel.select_ids([ids[n] for n in names])
+    settle(app, 300)
+
+
+def settle(app, ms: int) -> None:
+    """Let queued work (loads in the pool, redraws) finish for ``ms`` milliseconds."""
+    from PySide6.QtCore import QDeadlineTimer, QEventLoop
+
+    deadline = QDeadlineTimer(ms)
+    while not deadline.hasExpired():
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+
+
+def shoot(app, window, name: str) -> None:
+    settle(app, 300)
+    path = OUT / f"{name}.png"
+    if not window.grab().save(str(path)):
+        raise SystemExit(f"could not write {path}")
+    print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
+
+
+if __name__ == "__main__":
+    main()
