@@ -10,6 +10,8 @@
    curves -> first paint (handing the arrays to pyqtgraph and painting the
    panel), for smoothing off and on (TensorBoard's 0.6). Then a pan across the
    data (ten repaints at shifted ranges) shows what downsampling costs per frame.
+3. A database of TABLE_RUNS runs (five short series each): reading their summaries,
+   filling the runs table model, sorting it by a metric column and filtering it.
 
 Run headless or on a display::
 
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 POINTS = 1_000_000
 RUNS = 4
+TABLE_RUNS = 5000
 
 
 def first_window(repeat: int) -> None:
@@ -115,9 +118,46 @@ def _pan(panel, points: int) -> float:
     return statistics.median(frames)
 
 
+def runs_table(count: int) -> None:
+    from core.runlog import RunLog
+    from desktop.app import make_app
+    from desktop.models.run_table_model import RunFilterProxy, RunTableModel
+    from desktop.presenters.run_columns import COLUMN_INDEX
+    from tracker.db import runs as run_store
+    from tracker.store import Store
+
+    make_app()
+    steps = np.arange(10)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(str(Path(tmp) / "table.db"))
+        with store.session() as s:
+            for i in range(count):
+                log = RunLog(format="bench", name=f"run-{i:05d}")
+                for metric in ("loss", "eval_loss", "lr", "mem_peak_gib", "tokens_per_s"):
+                    log.add_series(metric, steps, np.linspace(3, 1, 10) + i % 17)
+                run_store.save(s, log, f"/bench/{i}", f"table-{i}", [], None)
+        t0 = time.perf_counter()
+        runs = store.runs()
+        t1 = time.perf_counter()
+        model, proxy = RunTableModel(), RunFilterProxy()
+        proxy.setSourceModel(model)
+        model.set_runs(runs)
+        t2 = time.perf_counter()
+        proxy.sort(COLUMN_INDEX["last_loss"])
+        t3 = time.perf_counter()
+        proxy.set_filters("run-04", None, None)
+        t4 = time.perf_counter()
+        print(f"runs table, {count:,} runs: summaries {t1 - t0:.2f} s, model {t2 - t1:.2f} s, "
+              f"sort {(t3 - t2) * 1000:.0f} ms, filter {(t4 - t3) * 1000:.0f} ms "
+              f"({proxy.rowCount()} shown)")
+        store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repeat", type=int, default=5, help="launches to time (default 5)")
+    parser.add_argument("--runs", type=int, default=TABLE_RUNS,
+                        help=f"runs in the table benchmark (default {TABLE_RUNS:,})")
     args = parser.parse_args()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     with tempfile.TemporaryDirectory() as home:
@@ -126,6 +166,7 @@ def main() -> None:
         plot_runs(0.6, points=10_000, report=False)  # imports and first-use costs, not timed
         for smoothing in (0.0, 0.6):
             plot_runs(smoothing)
+        runs_table(args.runs)
 
 
 if __name__ == "__main__":

@@ -130,7 +130,8 @@ class MainWindow(QMainWindow):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() in (QEvent.Type.Show, QEvent.Type.Hide) and watched in self._followers:
-            self._followers[watched].setChecked(event.type() == QEvent.Type.Show)
+            # Its own visibility, not its window's: minimising must not untick the command.
+            self._followers[watched].setChecked(watched.isVisibleTo(watched.parentWidget()))
         return super().eventFilter(watched, event)
 
     def _add_status_bar(self) -> None:

@@ -189,3 +189,18 @@ def test_reload_reads_what_a_growing_log_added(qtbot, window, services, tmp_path
     (result,) = blocker.args[0].results
     assert (result.status, result.points) == ("updated", 2)
     assert services.store.series(result.run_id, "loss").values.tolist() == [3.0, 2.5, 2.1]
+
+
+def test_the_ingest_report_hides_and_returns_from_the_view_menu(qtbot, window, services, corpus):
+    ingest_and_wait(qtbot, services, [corpus / "hf_trainer" / HF_RUNS[0]])
+    panel = window.panels["ingest"]
+    toggle = next(a for a in window.menuBar().actions()[2].menu().actions()
+                  if a.text() == "Ingest Report")
+    assert panel.isVisible() and toggle.isChecked()
+    panel.close_button.click()
+    assert not panel.isVisible() and not toggle.isChecked()
+    toggle.trigger()
+    assert panel.isVisible()
+    window.showMinimized()
+    qtbot.wait(50)
+    assert toggle.isChecked()
