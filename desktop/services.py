@@ -38,14 +38,15 @@ class AppServices(QObject):
     sig_message = Signal(str)
     """A one-line message for the status bar (errors included)."""
 
-    def __init__(self, store: Store, parent: QObject | None = None) -> None:
+    def __init__(self, store: Store, parent: QObject | None = None,
+                 refresh_ms: int = REFRESH_MS) -> None:
         super().__init__(parent)
         self.store = store
         self.workers = WorkerPool()
         self.selected: list[int] = []
         self._ingest: Worker | None = None
         self._queued: list[str] = []
-        self._refresh = QTimer(self, singleShot=True, interval=REFRESH_MS)
+        self._refresh = QTimer(self, singleShot=True, interval=refresh_ms)
         self._refresh.timeout.connect(self.sig_runs_changed)
 
     # ---- Runs

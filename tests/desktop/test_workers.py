@@ -112,3 +112,21 @@ def test_a_second_ingest_waits_for_the_first(qtbot, services, tmp_path):
     services.ingest([second])  # queued: the user dropped more while the first ran
     qtbot.waitUntil(lambda: len(reports) == 2, timeout=30_000)
     assert [r.results[0].run_name for r in reports] == ["a", "b"]
+
+
+def test_runs_are_announced_while_the_ingest_is_still_running(qtbot, store, tmp_path):
+    from desktop.services import AppServices
+
+    services = AppServices(store, refresh_ms=0)  # announce at once, not at most every 400 ms
+    paths = []
+    for i in range(6):
+        paths.append(tmp_path / f"run-{i}.jsonl")
+        paths[-1].write_text(_log(f"r{i}", i))
+    seen: list[tuple[bool, int]] = []
+    services.sig_runs_changed.connect(
+        lambda: seen.append((services.ingesting, services.store.run_count())))
+    with qtbot.waitSignal(services.sig_ingest_finished, timeout=30_000):
+        services.ingest(paths)
+    running, stored = seen[0]
+    assert running and stored >= 1  # the table could show the first runs already
+    assert seen[-1] == (False, 6)
