@@ -100,3 +100,13 @@ def test_an_oom_in_training_is_the_final_event(store, tmp_path):
     assert (last["step"], last["event"]["kind"]) == (7, "oom")
     run = store.run(ingest(store, [log.parent]).results[0].run_id)
     assert run.status == "crashed" and run.series["loss"].last_step == 5
+
+
+def test_the_callback_survives_pickling():
+    """ddp_spawn and deepcopy-ing trainers pickle callbacks; the lazily built class must resolve."""
+    import pickle
+
+    import lightning as L
+
+    clone = pickle.loads(pickle.dumps(LightningCallback(every=3)))
+    assert isinstance(clone, L.Callback) and type(clone) is LightningCallback and clone.every == 3
