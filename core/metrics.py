@@ -86,6 +86,7 @@ ALIASES: dict[str, Alias] = _table(
     tokens_per_s=(
         "tokens_per_s", "tps", "throughput(tps)", "tokens/s", "train/tokens_per_second",
         "throughput/tokens_per_second", "tokens_per_second", "tokens_global_per_sec", "wps",
+        "train_tokens_per_second",
     ),
     samples_per_s=(
         "samples_per_s", "samples_per_second", "samplespersec", "throughput/samples_per_second",

@@ -17,7 +17,7 @@ from typing import Any
 from core.dist_config import deepspeed_fields, fsdp_offload
 from core.train_args import shape_fields
 from tracker.readers._common import number
-from tracker.readers.hf_trainer import SUMMARY_KEYS
+from tracker.readers.hf_trainer import is_summary_row
 from tracker.readers.text._values import seconds
 
 # ms-swift: "Gemma4ForConditionalGeneration: 25805.9339M Params (25233.1418M Trainable [97.7%])"
@@ -83,7 +83,7 @@ def _step(row: dict[str, Any]) -> tuple[int | None, int | None]:
 
 
 def _kind(metrics: dict[str, float]) -> str:
-    if SUMMARY_KEYS & metrics.keys():
+    if is_summary_row(metrics.keys()):
         return "summary"
     if any(key.startswith(("eval_", "predict_", "test_")) for key in metrics):
         return "eval"

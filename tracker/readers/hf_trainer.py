@@ -25,6 +25,13 @@ SUMMARY_KEYS = {"train_runtime", "train_loss", "total_flos", "train_samples_per_
                 "train_steps_per_second"}
 
 
+def is_summary_row(keys: set[str] | dict) -> bool:
+    """The end-of-training row. Newer transformers also put ``train_runtime`` on every
+    train row (with ``include_num_input_tokens_seen``), so a row with a loss is a step."""
+    found = SUMMARY_KEYS & set(keys)
+    return bool(found) and ("loss" not in keys or bool({"train_loss", "total_flos"} & found))
+
+
 def sniff(path: Path) -> float:
     if path.is_dir():
         if (path / STATE).is_file() or _latest_checkpoint_state(path) is not None:
@@ -138,7 +145,7 @@ def _add_history(run: RunLog, history: list, source: str) -> None:
         step = int(entry.get("step", step))
         numbers = _numbers(entry)
         numbers.pop("step", None)
-        if SUMMARY_KEYS & numbers.keys():
+        if is_summary_row(numbers.keys()):
             run.summary.update(numbers)
             continue
         if any(k.startswith(("eval_", "predict_", "test_")) for k in numbers):

@@ -100,3 +100,15 @@ def test_real_trainer_state_rewritten_with_more_steps_appends(store, hf_run, tmp
     second = ingest(store, [folder]).results[0]
     assert second.status == "updated" and second.run_id == first.run_id
     assert store.run(first.run_id).series["loss"].last_step == 12
+
+
+def test_rows_carrying_train_runtime_are_steps_not_the_summary(store, tmp_path):
+    pytest.importorskip("transformers")
+    from tests.producers import train_hf
+
+    out = train_hf(tmp_path / "tok", steps=6, eval_steps=3, save_steps=6,
+                   include_num_input_tokens_seen=True)
+    run = store.run(ingest(store, [out]).results[0].run_id)
+    assert run.series["loss"].count == 3 and run.series["tokens_seen"].last == 384
+    assert "tokens_per_s" in run.series
+    assert run.series["loss"].last_step == 6
