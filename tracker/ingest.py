@@ -98,6 +98,8 @@ def ingest(
     """Ingest files and folders into ``store``; see the module docstring."""
     report = IngestReport()
     units = _discover([Path(p) for p in paths], report)
+    unread: list[tuple[_Unit, FileResult]] = []
+    log_folders: set[Path] = set()
     for done, unit in enumerate(units):
         if cancel is not None and cancel():
             report.cancelled = True
@@ -105,13 +107,28 @@ def ingest(
         if progress is not None:
             progress(done, len(units), str(unit.path))
         for result in _ingest_unit(store, unit):
+            if result.format is not None:
+                log_folders.add(unit.path.parent)
             if result.status == "ignored":
                 report.ignored += 1
+            elif result.status == "skipped" and result.format is None:
+                unread.append((unit, result))
             else:
                 report.results.append(result)
+    _report_unread(report, unread, log_folders)
     if progress is not None and not report.cancelled:
         progress(len(units), len(units), "")
     return report
+
+
+def _report_unread(report: IngestReport, unread: list, log_folders: set[Path]) -> None:
+    """Unrecognised files beside a log are its companions (args.json, meta.yaml, a
+    DeepSpeed config): the readers take them in with the log, so they are not news."""
+    for unit, result in unread:
+        if unit.path.parent in log_folders:
+            report.ignored += 1
+        else:
+            report.results.append(result)
 
 
 # Finding the units

@@ -149,15 +149,17 @@ def test_symlink_loop_terminates(store, tmp_path):
     assert store.run_count() == 1
 
 
-def test_folder_walk_ignores_non_logs_and_reports_unknown_logs(store, tmp_path):
+def test_folder_walk_ignores_non_logs_and_companions_but_reports_unknown_logs(store, tmp_path):
     folder = tmp_path / "mixed"
-    folder.mkdir()
+    (folder / "other").mkdir(parents=True)
     write_jsonl(folder / "run.jsonl", range(1, 3))
+    (folder / "args.json").write_text('{"seq_len": 2048}')  # read with the log beside it
     (folder / "picture.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
-    (folder / "readme.txt").write_text("hello\n")
+    (folder / "other" / "readme.txt").write_text("hello\n")
     report = ingest(store, [folder])
-    assert report.ignored == 1
-    assert sorted(statuses(report)) == ["ingested", "skipped"]
+    assert report.ignored == 2
+    assert sorted((r.status, Path(r.path).name) for r in report.results) == [
+        ("ingested", "run.jsonl"), ("skipped", "readme.txt")]
 
 
 def test_missing_path_is_an_error(store, tmp_path):

@@ -36,6 +36,10 @@ MAX_JOINS = 4
 # Terminal copies sometimes pad a wrapped word with spaces ("MemA          llocated").
 _PADDING = re.compile(r"(?<=\w) {2,}(?=\w)")
 
+# Documents and code quote log lines (a README, a notebook) but are not logs.
+NOT_LOGS = {".md", ".markdown", ".rst", ".html", ".htm", ".tex", ".py", ".ipynb", ".sh", ".yaml",
+            ".yml", ".toml"}
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -79,7 +83,7 @@ class Dialect:
 
     def sniff(self, path: Path) -> float:
         """The best confidence among the signatures found in the file's head and tail."""
-        if path.is_dir():
+        if path.is_dir() or path.suffix.lower() in NOT_LOGS:
             return 0.0
         texts = sample(path)
         best = 0.0
