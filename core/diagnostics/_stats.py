@@ -54,14 +54,10 @@ def trailing_deviation(
     curve's own trend does not count as noise). One outlier moves neither.
     Points with fewer than ``min_history`` earlier points get NaN.
     """
-    import pandas as pd
-
-    past = pd.Series(values).shift(1)
-    median = past.rolling(level_window, min_periods=min(min_history, level_window)).median()
-    steps = past.diff().abs()
-    mad = steps.rolling(noise_window, min_periods=min_history).median()
-    sigma = MAD_SIGMA / math.sqrt(2.0) * mad.to_numpy()
-    med = median.to_numpy(copy=True)
+    past = np.concatenate([[np.nan], values[:-1]])
+    med = moving_median(past, level_window, min(min_history, level_window))
+    mad = moving_median(np.abs(np.diff(past, prepend=np.nan)), noise_window, min_history)
+    sigma = MAD_SIGMA / math.sqrt(2.0) * mad
     med[:min_history] = np.nan
     # A constant curve has no noise at all; a rounded one (4 decimals in
     # trainer_state.json) has at least its rounding step.
@@ -69,6 +65,16 @@ def trailing_deviation(
     with np.errstate(invalid="ignore"):
         z = (values - med) / np.maximum(sigma, floor)
     return Deviation(med, sigma, z)
+
+
+def moving_median(values: np.ndarray, window: int, min_count: int) -> np.ndarray:
+    """Median of each point's trailing ``window`` (NaN ignored; NaN until ``min_count`` values)."""
+    import bottleneck as bn  # moving medians in C: a million points in tens of ms
+
+    if len(values) < max(min_count, 1):
+        return np.full(len(values), np.nan)
+    window = min(window, len(values))
+    return bn.move_median(values, window, min_count=min(min_count, window))
 
 
 def resolution(values: np.ndarray) -> float:

@@ -53,6 +53,8 @@ def lr_jumps(run: RunData) -> list[LrJump]:
     if not len(falling):
         return []  # still warming up: every rise is the warm-up
     rises = np.flatnonzero((values[:-1] > 0) & (values[1:] >= JUMP * values[:-1]))
+    if len(rises) > max(50, len(values) // 100):
+        return []  # rising this often is a cyclic policy or noise, not a schedule that jumped
     jumps: list[LrJump] = []
     top = 0  # index where the last jump's climb ended: rises before it belong to that jump
     for i in rises[rises > falling[0]]:
