@@ -53,8 +53,9 @@ class Store:
     # Reading
 
     def runs(self, run_ids: list[int] | None = None) -> list[RunSummary]:
+        """Run summaries, each with its worst finding's severity (for the runs table)."""
         with self.session() as s:
-            return run_store.summaries(s, run_ids)
+            return run_store.summaries(s, run_ids, diagnostics.severities(s, run_ids))
 
     def run_count(self) -> int:
         from sqlalchemy import func

@@ -153,3 +153,16 @@ def test_sources_and_final_values_of_an_ingested_run(store, tmp_path):
         store.sources(run_id + 1)
     finished = RunLog(format="test", name="done", summary={"train_runtime": 12.5})
     assert store.final_values(_save(store, finished, "/x/done.json")) == {"train_runtime": 12.5}
+
+
+def test_run_summaries_carry_the_worst_finding_severity(store):
+    steps = np.arange(1, 101)
+    diverged = RunLog(format="test", name="diverged")
+    diverged.add_series("loss", steps, np.where(steps >= 60, math.nan, 3.0 - steps / 1000))
+    clean = RunLog(format="test", name="clean")
+    clean.add_series("loss", steps, 3.0 - steps / 1000)
+    bad, good = _save(store, diverged, "/x/bad.jsonl"), _save(store, clean, "/x/good.jsonl")
+    assert {r.id: r.severity for r in store.runs()} == {bad: None, good: None}
+    store.diagnose()
+    assert {r.id: r.severity for r in store.runs()} == {bad: "critical", good: None}
+    assert store.run(bad).severity == store.severities()[bad]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -60,6 +61,7 @@ class RunSummary:
     shape: RunShape
     tags: list[str] = field(default_factory=list)
     series: dict[str, SeriesInfo] = field(default_factory=dict)
+    severity: str | None = None  # the worst diagnostic finding's (None: no findings)
 
     def stat(self, name: str, attr: str) -> Any:
         info = self.series.get(name)
@@ -191,12 +193,15 @@ _RUN_COLUMNS = (
 )
 
 
-def summaries(session: Session, run_ids: list[int] | None = None) -> list[RunSummary]:
+def summaries(session: Session, run_ids: list[int] | None = None,
+              severities: Mapping[int, str] | None = None) -> list[RunSummary]:
     """Runs with their tags and series summaries, newest first, in three plain queries.
 
     Columns are selected as tuples, not ORM objects: the runs table of a team
     database lists thousands of runs and tens of thousands of series.
+    ``severities`` gives each run's worst finding (the diagnostics own that table).
     """
+    severities = severities or {}
     runs = session.execute(_only(select(*_RUN_COLUMNS), Run.id, run_ids).order_by(Run.id.desc())).all()
     tags: dict[int, list[str]] = defaultdict(list)
     for run_id, tag in session.execute(
@@ -211,6 +216,7 @@ def summaries(session: Session, run_ids: list[int] | None = None) -> list[RunSum
             id=r.id, name=r.name, format=r.format, source_path=r.source_path,
             started_at=r.started_at, ingested_at=r.ingested_at, status=r.status, notes=r.notes,
             shape=RunShape.from_dict(r.shape), tags=tags[r.id], series=infos[r.id],
+            severity=severities.get(r.id),
         )
         for r in runs
     ]
