@@ -130,6 +130,8 @@ class Calibration:
     groups: dict[tuple[str, ...], GroupFit]
     samples: list[Sample]
     mfu_by_gpu: dict[str, float] = field(default_factory=dict)
+    # (run id, counter) -> GiB predicted by the fit of every other run (leave_one_out fills it)
+    held_out: dict[tuple[int, str], float] = field(default_factory=dict)
 
     def group_for(self, sample_context: tuple[str, str, str]) -> GroupFit | None:
         for key in _keys(sample_context):
@@ -292,6 +294,8 @@ def leave_one_out(samples: Sequence[Sample],
         rest = refit([s for s in full.samples if s.run_id != run_id])  # all of a run's counters
         for held in (s for s in full.samples if s.run_id == run_id and s.peak_gib is not None):
             predicted = rest.predict(held.spec, held.setup, held.gpu, held.counter)
+            if predicted is not None:
+                full.held_out[(run_id, held.counter)] = predicted.gib
             analytical = predict_gib(_terms(held.spec, held.setup), PRIOR_MEAN, held.counter)[0]
             for key in _keys(held.context):
                 if key not in full.groups:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
@@ -29,6 +30,7 @@ LAYER_NORM = ("gpt2", "opt", "bert", "roberta", "whisper", "falcon", "bart", "gp
 LEARNED_POSITIONS = ("gpt2", "opt", "bert", "roberta", "whisper", "bart", "gpt_neo")
 FOUR_NORMS = ("gemma2", "gemma3", "gemma3_text")  # pre- and post-norms around both sublayers
 ENCODER_ONLY = ("bert", "roberta")
+_COUNT_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _DROPOUT_KEYS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "hidden_dropout_prob",
                  "attention_probs_dropout_prob", "dropout", "dropout_rate", "hidden_dropout")
 
@@ -77,6 +79,18 @@ def preset(name: str) -> ModelSpec:
         names = ", ".join(p.name for p in matches[:8])
         raise ModelError(f"model {name!r} is ambiguous: {names}")
     raise ModelError(f"unknown model {name!r}; `headroom size --list-models` shows the presets")
+
+
+def parse_count(text: str) -> float:
+    """A parameter count as people write it: 7e9, 7B, 350M, 1.5 t."""
+    match = re.fullmatch(r"\s*([0-9.]+(?:e[0-9]+)?)\s*([kmbgt]?)\s*", text.lower())
+    try:
+        value = float(match[1]) * _COUNT_SUFFIX.get(match[2], 1.0)
+    except (TypeError, ValueError):  # no match, or "1.2.3"
+        raise ModelError(f"not a parameter count: {text!r} (try 7e9 or 7B)") from None
+    if value < 1e3:
+        raise ModelError(f"{text!r} is too few parameters for a model")
+    return value
 
 
 def from_params(n_params: float) -> ModelSpec:

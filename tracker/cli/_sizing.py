@@ -12,11 +12,9 @@ from core.gpus import GPU, catalog, find
 from core.memory import GIB, ModelSpec, Setup, check, estimate
 from core.memory.setup import Layout, SetupError
 from core.models import ModelError, from_config_file, from_params, preset, presets
-from core.planner import DEFAULT_MFU, check_fit, plan
+from core.sizing import Sizer, default_optimizer, default_precision
 from tracker.db.engine import default_url
 
-DEFAULT_PRECISION = {"full": "mixed-bf16", "lora": "mixed-bf16", "qlora": "nf4",
-                     "inference": "bf16"}
 _ARCH_FIELDS = {"layers": "n_layers", "hidden": "hidden", "heads": "n_heads",
                 "kv_heads": "n_kv_heads", "vocab": "vocab", "intermediate": "intermediate"}
 
@@ -61,8 +59,8 @@ def build_setup(args: argparse.Namespace) -> Setup:
         virtual_stages=args.interleave or 1,
     )
     return Setup(
-        method=method, precision=args.precision or DEFAULT_PRECISION[method],
-        optimizer=args.optimizer or ("none" if method == "inference" else "adamw"),
+        method=method, precision=args.precision or default_precision(method),
+        optimizer=args.optimizer or default_optimizer(method),
         lora_rank=args.lora_rank, lora_targets=args.lora_targets,
         lora_dropout=not args.no_lora_dropout, quant_type=args.quant_type,
         double_quant=not args.no_double_quant, micro_batch=args.batch, seq_len=args.seq,
@@ -83,14 +81,10 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
     check(spec, setup)
     gpu = _gpu(args.gpu)
     est = estimate(spec, setup)
-    history = None if args.no_history else _history(args.db)
-    predict = _predictor(history)
-    calibrated = history.predict(spec, setup, gpu.name if gpu else "") if history else None
-    gpus = [gpu] if gpu else list(catalog().values())
-    fits = [check_fit(spec, setup, g, predict, args.margin) for g in catalog().values()]
-    budget = args.max_gpus or max(8, args.gpus)
-    mfu = (lambda g: history.mfu(g.name) or DEFAULT_MFU) if history else None
-    plans = plan(spec, setup, gpus, budget, predict, mfu, args.margin)
+    sizer = Sizer(spec, None if args.no_history else _history(args.db), args.margin)
+    fits = [sizer.fit(setup, g) for g in catalog().values()]
+    plans = sizer.plans(setup, [gpu] if gpu else list(catalog().values()),
+                        args.max_gpus or max(8, args.gpus))
     return {
         "model": _model_dict(spec),
         "setup": _setup_dict(setup),
@@ -101,7 +95,8 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
         "reserved_gib": round(est.reserved / GIB, 3),
         "device_gib": round(est.device / GIB, 3),
         "notes": list(est.notes) + ([spec.note] if spec.note else []),
-        "calibrated": _calibrated_dict(calibrated),
+        "calibrated": _calibrated_dict(sizer.calibrated(setup, gpu.name if gpu else "")),
+        "uncalibrated": sizer.uncalibrated(setup) or None,
         "fits": [_round(asdict(f)) for f in fits],
         "plans": [_plan_dict(p) for p in plans],
     }
@@ -130,18 +125,6 @@ def _history(db: str | None) -> Calibration | None:
     finally:
         store.close()
     return calibration if calibration.samples else None
-
-
-def _predictor(history: Calibration | None):
-    """Device bytes for the planner: calibrated where history applies, else analytical."""
-    if history is None:
-        return lambda spec, setup, gpu: estimate(spec, setup).device
-
-    def predict(spec: ModelSpec, setup: Setup, gpu: GPU) -> float:
-        found = history.predict(spec, setup, gpu.name)
-        return found.gib * GIB if found else estimate(spec, setup).device
-
-    return predict
 
 
 def _round(values: dict[str, Any]) -> dict[str, Any]:
@@ -204,7 +187,7 @@ def print_report(report: dict[str, Any], table) -> None:
               f"[{cal['low_gib']:.2f} - {cal['high_gib']:.2f}], from runs "
               f"{', '.join(map(str, cal['runs']))}")
     else:
-        print("calibrated: no recorded run to learn from yet")
+        print(f"calibrated: {report['uncalibrated']}")
     print()
     rows = [(f["gpu"], "yes" if f["fits"] else "no", f["headroom_gib"], f["max_micro_batch"])
             for f in report["fits"]]

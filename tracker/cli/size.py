@@ -8,12 +8,10 @@ interval and the runs it leaned on) comes beside it.
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from tracker.cli._output import fail, print_json, print_table
 
-_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 ARCH = ("layers", "hidden", "heads", "kv_heads", "vocab", "intermediate")
 
 
@@ -69,13 +67,12 @@ def add_parser(sub, parents) -> None:
 
 
 def _count(text: str) -> float:
-    match = re.fullmatch(r"\s*([0-9.]+(?:e[0-9]+)?)\s*([kmbgt]?)\s*", text.lower())
-    if not match:
-        raise argparse.ArgumentTypeError(f"not a parameter count: {text!r} (try 7e9 or 7B)")
-    value = float(match[1]) * _SUFFIX.get(match[2], 1.0)
-    if value < 1e3:
-        raise argparse.ArgumentTypeError(f"{text!r} is too few parameters for a model")
-    return value
+    from core.models import ModelError, parse_count
+
+    try:
+        return parse_count(text)
+    except ModelError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _positive(text: str) -> int:

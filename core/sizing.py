@@ -1,0 +1,129 @@
+"""Sizing a planned run: the analytical estimate, the calibrated figure, per-GPU fits and plans.
+
+The glue ``headroom size`` and the desktop wizard share, so both show the same
+figures for the same choices. A :class:`Sizer` holds one model and the user's
+calibration and answers many what-ifs cheaply: the wizard's sliders call
+:meth:`Sizer.check` on every move.
+
+History counts only where it is relevant: a recorded run of the same kind
+(training or inference) within 3x the model's parameters. Otherwise every
+figure is the analytical one, and :meth:`Sizer.uncalibrated` says why in a
+sentence the user can read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from core.calibration import Calibrated, Calibration
+from core.gpus import GPU
+from core.memory import GIB, Estimate, ModelSpec, Setup, estimate
+from core.planner import DEFAULT_MFU, MARGIN, Fit, Plan, Predict, check_fit, fits, plan
+
+DEFAULT_PRECISION = {"full": "mixed-bf16", "lora": "mixed-bf16", "qlora": "nf4",
+                     "inference": "bf16"}
+NEAR = 3.0  # a recorded run this many times smaller or larger still informs the fit
+
+
+def default_precision(method: str) -> str:
+    return DEFAULT_PRECISION[method]
+
+
+def default_optimizer(method: str) -> str:
+    return "none" if method == "inference" else "adamw"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One setup on one GPU model: the analytical breakdown and what the fit decides on."""
+
+    gpu: GPU
+    setup: Setup
+    estimate: Estimate
+    device_gib: float  # calibrated where history applies, else the analytical device reading
+    calibrated: Calibrated | None
+    fits: bool  # with the margin kept free
+
+    @property
+    def headroom_gib(self) -> float:
+        """Memory left after the predicted peak (negative: short by)."""
+        return self.gpu.memory_gib - self.device_gib
+
+
+class Sizer:
+    """A model and the user's calibration, ready for many setups and GPUs."""
+
+    def __init__(self, spec: ModelSpec, calibration: Calibration | None = None,
+                 margin: float = MARGIN) -> None:
+        self.spec = spec
+        self.calibration = calibration if calibration and calibration.samples else None
+        self.margin = margin
+        self._reasons: dict[bool, str] = {}
+
+    def uncalibrated(self, setup: Setup) -> str:
+        """Why the figures for ``setup`` are analytical ("" when history applies)."""
+        if setup.training not in self._reasons:
+            self._reasons[setup.training] = self._reason(setup.training)
+        return self._reasons[setup.training]
+
+    def _reason(self, training: bool) -> str:
+        if self.calibration is None:
+            return ("no recorded run has both a shape and a memory peak yet: "
+                    "figure is uncalibrated")
+        kind = [s for s in self.calibration.samples if s.setup.training == training]
+        if not kind:
+            what = "training" if training else "inference"
+            return f"no recorded {what} run: figure is uncalibrated"
+        size = self.spec.total_params
+        ratio = lambda s: abs(math.log(s.spec.total_params / size))  # noqa: E731
+        nearest = min(kind, key=ratio)
+        if ratio(nearest) <= math.log(NEAR):
+            return ""
+        name = nearest.name or f"run {nearest.run_id}"
+        return (f"no recorded run within {NEAR:g}× this size (nearest: {name}, "
+                f"{nearest.spec.total_params / 1e9:.3g}B parameters): figure is uncalibrated")
+
+    def history(self, setup: Setup) -> Calibration | None:
+        """The calibration when it applies to ``setup``, else None."""
+        return None if self.uncalibrated(setup) else self.calibration
+
+    def calibrated(self, setup: Setup, gpu: str = "") -> Calibrated | None:
+        """The calibrated device reading with its interval and the runs behind it."""
+        history = self.history(setup)
+        return history.predict(self.spec, setup, gpu) if history else None
+
+    def predictor(self, setup: Setup) -> Predict:
+        """Device bytes for the planner: calibrated where history applies, else analytical."""
+        history = self.history(setup)
+        if history is None:
+            return lambda spec, s, gpu: estimate(spec, s).device
+
+        def predict(spec: ModelSpec, s: Setup, gpu: GPU) -> float:
+            found = history.predict(spec, s, gpu.name)
+            return found.gib * GIB if found else estimate(spec, s).device
+
+        return predict
+
+    def check(self, setup: Setup, gpu: GPU) -> Check:
+        """The breakdown of ``setup`` and whether it fits ``gpu`` (fast: one or two estimates)."""
+        est = estimate(self.spec, setup)
+        calibrated = self.calibrated(setup, gpu.name)
+        device = calibrated.gib * GIB if calibrated else est.device
+        return Check(gpu, setup, est, device / GIB, calibrated, fits(device, gpu, self.margin))
+
+    def fit(self, setup: Setup, gpu: GPU) -> Fit:
+        """Whether ``setup`` fits ``gpu`` and the largest micro batch that would."""
+        return check_fit(self.spec, setup, gpu, self.predictor(setup), self.margin)
+
+    def plans(self, setup: Setup, gpus: Iterable[GPU], max_gpus: int = 8) -> list[Plan]:
+        """Layouts that fit, ranked (the planner with the calibrated predictor)."""
+        history = self.calibration
+        mfu = (lambda g: history.mfu(g.name) or DEFAULT_MFU) if history else None
+        return plan(self.spec, setup, gpus, max_gpus, self.predictor(setup), mfu, self.margin)
+
+
+def training_seconds(tokens: float, tokens_per_s: float) -> float | None:
+    """How long ``tokens`` take at a plan's throughput (None when it has none)."""
+    return tokens / tokens_per_s if tokens_per_s > 0 else None
