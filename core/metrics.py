@@ -165,3 +165,14 @@ def canonical(original: str) -> str:
 def to_gib(value: float, unit: str) -> float:
     """Convert a memory figure with a unit such as ``MB`` or ``GiB`` to GiB."""
     return value * MEMORY_UNITS[unit.strip().lower()] / GIB
+
+
+def size_text(n_bytes: float) -> str:
+    """A size on disk as people read it: 512 B, 3.4 MiB, 15.2 GiB (binary units, as GPUs)."""
+    if abs(n_bytes) < 1024:
+        return f"{n_bytes:.0f} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        n_bytes /= 1024
+        if abs(n_bytes) < 1024:
+            break
+    return f"{n_bytes:.1f} {unit}"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.metrics import GIB, canonical, resolve, to_gib
+from core.metrics import GIB, canonical, resolve, size_text, to_gib
 
 
 @pytest.mark.parametrize(
@@ -54,3 +54,11 @@ def test_lightning_and_megatron_tensorboard_names(original, name):
 def test_device_stats_bytes_become_gib():
     alias = resolve("DeviceStatsMonitor.on_train_batch_start/reserved_bytes.all.peak")
     assert alias.name == "mem_reserved_gib" and alias.scale * GIB == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("n_bytes", "text"), [
+    (0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (3.4 * 2**20, "3.4 MiB"),
+    (15.25 * 2**30, "15.2 GiB"), (3 * 2**40, "3072.0 GiB"),
+])
+def test_size_text_uses_binary_units_up_to_gib(n_bytes, text):
+    assert size_text(n_bytes) == text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 
+from core.metrics import size_text
 from tracker.cli._output import fail, find_run, open_store, print_json, print_table
 
 LEGEND = ("has: M model (A adapter only), O optimizer, S scheduler, R RNG, G grad scaler, "
@@ -172,13 +173,7 @@ def _has(c) -> str:
 
 
 def _size(n: int | None) -> str | None:
-    if n is None:
-        return None
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return None
+    return None if n is None else size_text(n)
 
 
 def _print_resume(resume) -> None:
