@@ -76,7 +76,8 @@ class LightningHooks:
         self.gather = gather
         self.recording: Recording | None = None
         self._seen: dict[str, Any] = {}  # metric -> the tensor last recorded for it
-        self._last_step = -1
+        self._steps = self._last_step = 0  # optimizer steps done, at the last record
+        self._whole_grads = False
         self._grad_norm: Any = None
         self._val_started: float | None = None
         self._val_before: dict[str, Any] = {}
@@ -100,28 +101,32 @@ class LightningHooks:
         run.shape.update(self.shape)
         run.config.update(_config(trainer, pl_module), **config)
         self.every = self.every or max(1, trainer.log_every_n_steps)
-        self._last_step = trainer.global_step
+        self._steps = self._last_step = trainer.global_step
+        self._whole_grads = type(trainer.strategy).__name__ in UNSHARDED
         run.start(trainer.global_step)
         self.recording = run
 
+    # The two per-step hooks count optimizer steps themselves: trainer.global_step
+    # walks the loops and strategy, several times the cost of everything else here.
+
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
-        if (
-            self._open()
-            and (trainer.global_step + 1) % self.every == 0
-            and type(trainer.strategy).__name__ in UNSHARDED
-        ):
-            self._grad_norm = _grad_norm(pl_module)
+        if self._open():
+            self._steps += 1
+            if self._whole_grads and self._steps % self.every == 0:
+                self._grad_norm = _grad_norm(pl_module)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         run = self._open()
         if run is None:
             return
         run.count(*batch_facts(batch))
-        self._collect_checkpoints(trainer)
-        step = run.step = trainer.global_step
-        if step == self._last_step or step % self.every:
+        if self._pending_save is not None:
+            self._collect_checkpoints(trainer)
+        run.step = self._steps
+        if self._steps == self._last_step or self._steps % self.every:
             return  # still accumulating, or not a record step
-        self._last_step = step
+        self._last_step = self._steps
+        step = run.step = trainer.global_step
         metrics = self._fresh(trainer.logged_metrics)
         names = {canonical(k) for k in metrics}
         if "loss" not in names:
