@@ -76,6 +76,9 @@ class RunLog:
     sources: list[Path] = field(default_factory=list)
     key: str = ""
     warnings: list[str] = field(default_factory=list)
+    # How the log says the run ended: "finished", "crashed", "running" (a format that
+    # writes an end record has not written it yet), or "" when the format cannot say.
+    status: str = ""
 
     def add_series(
         self,

@@ -18,6 +18,8 @@ from tracker.db.schema import CheckpointRow, EventRow, Run, RunTag, SeriesRow, S
 
 # Fields the user corrected in the app win over what a re-read log says.
 USER_SOURCE = "user"
+# Events that end a run abnormally (an exit event is a failed or killed process).
+CRASH_EVENTS = ("oom", "exception", "exit")
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class RunSummary:
     tags: list[str] = field(default_factory=list)
     series: dict[str, SeriesInfo] = field(default_factory=dict)
     severity: str | None = None  # the worst diagnostic finding's (None: no findings)
+    last_data_at: datetime | None = None  # when the run's logs last brought new points
 
     def stat(self, name: str, attr: str) -> Any:
         info = self.series.get(name)
@@ -100,6 +103,8 @@ def save(
         run.config = log.config
         run.summary = _jsonable(log.summary)
     points = _save_series(session, run.id, log)
+    if points:
+        run.last_data_at = _last_written(sources) or now
     _save_events(session, run.id, log)
     _save_checkpoint_refs(session, run.id, log)
     _save_sources(session, run.id, sources)
@@ -114,8 +119,22 @@ def _aware(when: datetime | None) -> datetime | None:
 
 
 def _status(log: RunLog) -> str:
-    crashed = any(e.kind in ("oom", "exception") for e in log.events)
-    return "crashed" if crashed else ("finished" if log.summary else "unknown")
+    """Crash evidence first, then what the log states, else a summary means it ended."""
+    if any(e.kind in CRASH_EVENTS for e in log.events):
+        return "crashed"
+    return log.status or ("finished" if log.summary else "unknown")
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    """A stored UTC time as an aware one (the columns keep no zone)."""
+    return when if when is None or when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _last_written(sources: list[SourceStat]) -> datetime | None:
+    """When the newest source file was written: new points are that old, not ingest-time new."""
+    if not sources:
+        return None
+    return datetime.fromtimestamp(max(s.mtime for s in sources), UTC)
 
 
 def _merged_shape(stored: RunShape, read: RunShape) -> RunShape:
@@ -189,7 +208,7 @@ _SERIES_COLUMNS = (
 )
 _RUN_COLUMNS = (
     Run.id, Run.name, Run.format, Run.source_path, Run.started_at, Run.ingested_at, Run.status,
-    Run.notes, Run.shape,
+    Run.notes, Run.shape, Run.last_data_at,
 )
 
 
@@ -216,7 +235,7 @@ def summaries(session: Session, run_ids: list[int] | None = None,
             id=r.id, name=r.name, format=r.format, source_path=r.source_path,
             started_at=r.started_at, ingested_at=r.ingested_at, status=r.status, notes=r.notes,
             shape=RunShape.from_dict(r.shape), tags=tags[r.id], series=infos[r.id],
-            severity=severities.get(r.id),
+            severity=severities.get(r.id), last_data_at=_utc(r.last_data_at),
         )
         for r in runs
     ]

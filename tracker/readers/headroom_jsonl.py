@@ -56,6 +56,10 @@ def read(path: Path) -> RunLog:
         add_columns(run, columns, steps, skip={"wall_time"}, wall_time=columns.get("wall_time"))
     for record in records:
         _add_record(run, record)
+    # The recorders end a run with a summary record; a log without one is still being written
+    # (or its process was killed: the app calls it "crashed?" once it stops growing).
+    ended = any(isinstance(r.get("summary"), dict) for r in records)
+    run.status = "finished" if ended else "running"
     return run
 
 

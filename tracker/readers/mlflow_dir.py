@@ -56,6 +56,7 @@ def read(path: Path) -> RunLog:
     _add_metrics(run, path / "metrics")
     run.config = {**params, "mlflow": _facts(path, meta, tags)}
     status = run.config["mlflow"]["status"]
+    run.status = {"RUNNING": "running", "FINISHED": "finished"}.get(status, "")
     if status in ("FAILED", "KILLED"):
         run.events.append(RunEvent("exit", None, f"MLflow marked the run {status}",
                                    {"status": status}))

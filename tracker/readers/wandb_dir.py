@@ -129,7 +129,9 @@ def read(path: Path) -> RunLog:
     _add_shape(run, files, config, meta, telemetry)
     run.config.update(config)
     run.config["wandb"] = _facts(log.run, meta, log.exit_code)
-    if log.exit_code:
+    if log.exit_code == 0:
+        run.status = "finished"
+    elif log.exit_code:
         run.events.append(RunEvent("exit", None, f"process exited with code {log.exit_code}",
                                    {"exit_code": log.exit_code}))
     _merge_console(run, files.output)

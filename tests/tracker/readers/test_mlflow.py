@@ -45,6 +45,7 @@ def test_corpus_params_and_tags_are_kept(corpus):
     assert log.config["LEARNING_RATE"] == "0.01" and log.config["IMAGE_SIZE"] == "[224, 224, 3]"
     facts = log.config["mlflow"]
     assert (facts["experiment"], facts["status"]) == ("Default", "RUNNING")
+    assert log.status == "running"
     assert facts["user"] == "Administrator"
     assert facts["tags"]["mlflow.source.git.commit"].startswith("adb49741")
     assert log.series["loss"].wall_time[0] == pytest.approx(1664364007.310)
@@ -70,7 +71,7 @@ def test_real_hf_trainer_run(store, mlruns):
     shape = run.shape
     assert (shape.micro_batch, shape.grad_accum, shape.n_layers, shape.hidden) == (4, 1, 2, 32)
     assert shape.fsdp is None and shape.optimizer == "adamw"
-    assert store.config(run.id)["mlflow"]["status"] == "FINISHED"
+    assert store.config(run.id)["mlflow"]["status"] == "FINISHED" and run.status == "finished"
 
 
 @pytest.mark.slow

@@ -113,6 +113,7 @@ def test_real_offline_run_of_the_hf_trainer(store, offline_run):
     log = wandb_dir.read(offline_run)
     assert log.key == offline_run.name.rsplit("-", 1)[1]
     assert log.config["wandb"]["exit_code"] == 0 and log.config["per_device_train_batch_size"] == 4
+    assert log.status == "finished"
 
 
 @pytest.mark.slow
