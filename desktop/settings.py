@@ -15,6 +15,7 @@ from tracker.db.engine import data_dir
 
 # Bump when a key changes meaning; older files are then ignored rather than misread.
 SCHEMA_VERSION = 1
+TEAM_KEYS = ("host", "port", "database", "user")
 
 
 class Settings:
@@ -83,6 +84,60 @@ class Settings:
     @last_folder.setter
     def last_folder(self, folder: str) -> None:
         self._q.setValue("files/last_folder", folder)
+
+    # ---- Live runs
+
+    @property
+    def watched_folders(self) -> list[str]:
+        """Folders the app follows: new and growing logs there are ingested as they are written."""
+        return _strings(self._q.value("live/folders", []))
+
+    @watched_folders.setter
+    def watched_folders(self, folders: list[str]) -> None:
+        self._q.setValue("live/folders", list(folders))
+
+    @property
+    def watch_run_logs(self) -> bool:
+        """Also follow the logs of ingested runs that may still be running."""
+        return self._q.value("live/run_logs", True, bool)
+
+    @watch_run_logs.setter
+    def watch_run_logs(self, on: bool) -> None:
+        self._q.setValue("live/run_logs", bool(on))
+
+    @property
+    def stale_minutes(self) -> float:
+        """A running run whose logs stay silent this long is shown as "crashed?"."""
+        return float(self._q.value("live/stale_minutes", 10.0))
+
+    @stale_minutes.setter
+    def stale_minutes(self, minutes: float) -> None:
+        self._q.setValue("live/stale_minutes", float(minutes))
+
+    @property
+    def poll_seconds(self) -> float:
+        """How often watched places are looked at (network filesystems send no notifications)."""
+        return float(self._q.value("live/poll_seconds", 5.0))
+
+    # ---- Team tracker (the password is never here: it lives in the system keyring)
+
+    def team_connection(self) -> dict[str, str]:
+        """host, port, database and user of the remembered team tracker ({} when none)."""
+        return {key: str(self._q.value(f"team/{key}")) for key in TEAM_KEYS
+                if self._q.value(f"team/{key}") not in (None, "")}
+
+    def set_team_connection(self, fields: dict[str, str]) -> None:
+        for key in TEAM_KEYS:
+            self._q.setValue(f"team/{key}", str(fields.get(key, "")))
+
+    @property
+    def team_active(self) -> bool:
+        """The app was on the team database when it closed: it reconnects at the next start."""
+        return self._q.value("team/active", False, bool)
+
+    @team_active.setter
+    def team_active(self, on: bool) -> None:
+        self._q.setValue("team/active", bool(on))
 
 
 def _strings(value: object) -> list[str]:

@@ -1,0 +1,66 @@
+"""A run's status as the app shows it: running, finished, crashed, or "crashed?" once silent.
+
+The store keeps what the log states (finished, crashed, running, unknown) and
+when its logs last brought new points. Whether a silent run has died depends
+on how long the user is willing to wait, so it is decided here, when runs are
+shown, against the configured stale time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from tracker.db.runs import RunSummary
+
+RUNNING, FINISHED, CRASHED, STALE, UNKNOWN = "running", "finished", "crashed", "crashed?", "unknown"
+COLOURS = {RUNNING: "#2e7d32", CRASHED: "#c62828", STALE: "#e65100"}
+EXPLAINED = {
+    RUNNING: "new points arrived recently",
+    FINISHED: "the log records the end of training",
+    CRASHED: "the log records an out-of-memory error, an exception or a failed exit",
+    STALE: "the log stopped growing before it recorded an end",
+}
+
+
+def live_status(stored: str, last_data_at: datetime | None, now: datetime,
+                stale_after_s: float) -> str:
+    """``stored`` status, or running/"crashed?" by how long ago the logs last grew."""
+    if stored in (FINISHED, CRASHED):
+        return stored
+    if last_data_at is not None and (now - last_data_at).total_seconds() < stale_after_s:
+        return RUNNING
+    return STALE if stored == RUNNING else UNKNOWN
+
+
+def apply(runs: Iterable[RunSummary], now: datetime, stale_after_s: float) -> float | None:
+    """Set each run's shown status; seconds until the next running run turns stale, if any."""
+    soonest = None
+    for run in runs:
+        run.status = live_status(run.status, run.last_data_at, now, stale_after_s)
+        if run.status == RUNNING and run.last_data_at is not None:
+            left = stale_after_s - (now - run.last_data_at).total_seconds()
+            soonest = left if soonest is None else min(soonest, left)
+    return soonest
+
+
+def cell(status: str) -> str:
+    """The status column's text: blank when the log cannot tell."""
+    return "" if status == UNKNOWN else status
+
+
+def tooltip(run: RunSummary, now: datetime) -> str:
+    """Why the run has its status, and how long its logs have been silent."""
+    why = EXPLAINED.get(run.status)
+    lines = [f"{run.status}: {why}" if why else "the log does not say how the run ended"]
+    if run.last_data_at is not None:
+        lines.append(f"last new points {ago((now - run.last_data_at).total_seconds())}")
+    return "\n".join(lines)
+
+
+def ago(seconds: float) -> str:
+    """"12 s ago", "5 min ago", "3 h ago", "4 days ago"."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{max(seconds, 0):.0f} s ago"
