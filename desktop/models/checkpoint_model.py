@@ -1,0 +1,116 @@
+"""The checkpoints table: a Qt model over one run's checkpoint rows.
+
+Columns: step, badges (best / latest / resume), when written, size, one
+completeness icon per part (model, optimizer, scheduler, RNG, scaler, trainer
+state), status, training loss, the ranking metric, and the checkpoint's name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor
+
+from core.checkpoints import PARTS
+from desktop.presenters import checkpoint_rows as present
+from desktop.presenters import formatting as fmt
+from desktop.presenters.checkpoint_rows import PART_NAMES, CheckpointRow
+from desktop.widgets.badges import BADGES_ROLE
+from desktop.widgets.icons import part_icon
+
+FIXED = ("step", "badges", "written", "size")
+COLUMNS = (*FIXED, *PARTS, "status", "loss", "metric", "name")
+COLUMN_INDEX = {key: i for i, key in enumerate(COLUMNS)}
+TITLES = {"step": "Step", "badges": "", "written": "Written", "size": "Size", "status": "Status",
+          "loss": "Loss", "name": "Checkpoint", **{p: PART_NAMES[p][0] for p in PARTS}}
+TIPS = {"badges": "best by the chosen metric, latest on disk, and the recommended resume point",
+        "loss": "training loss at the step (mean of the last logged values)",
+        **{p: PART_NAMES[p][1] for p in PARTS}}
+NUMERIC = {"step", "size", "loss", "metric"}
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_CENTER = int(Qt.AlignmentFlag.AlignCenter)
+_GREY, _RED = QColor("#7b8794"), QColor("#c62828")
+Index = QModelIndex | QPersistentModelIndex
+
+
+class CheckpointModel(QAbstractTableModel):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._rows: list[CheckpointRow] = []
+        self.metric = "eval_loss"  # the metric column's series
+
+    def set_rows(self, rows: list[CheckpointRow], metric: str) -> None:
+        self.beginResetModel()
+        self._rows, self.metric = list(rows), metric
+        self.endResetModel()
+
+    def row(self, row: int) -> CheckpointRow:
+        return self._rows[row]
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row, key = self._rows[index.row()], COLUMNS[index.column()]
+        if key in PARTS:
+            return self._part(row, key, role)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(row, key)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tip(row, key)
+        if role == BADGES_ROLE and key == "badges":
+            return row.badges
+        if role == Qt.ItemDataRole.TextAlignmentRole and key in NUMERIC:
+            return _RIGHT
+        if role == Qt.ItemDataRole.ForegroundRole and key == "status":
+            return _RED if row.checkpoint.status in ("missing", "unreadable") else (
+                _GREY if row.checkpoint.status != "ok" else None)
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        key = COLUMNS[section]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.metric if key == "metric" else TITLES[key]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return TIPS.get(key, "the metric that ranks the checkpoints" if key == "metric"
+                            else None)
+        return None
+
+    # ---- Cells
+
+    def _part(self, row: CheckpointRow, part: str, role: int) -> Any:
+        if role == Qt.ItemDataRole.DecorationRole and row.checkpoint.present:
+            return part_icon(row.part(part))
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return row.part_tip(part) if row.checkpoint.present else "no files to look into"
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            return row.part_tip(part)
+        return None
+
+    def _text(self, row: CheckpointRow, key: str) -> str:
+        c = row.checkpoint
+        texts = {
+            "step": lambda: fmt.count(c.step), "badges": lambda: " ".join(row.badges),
+            "written": lambda: present.written(row), "size": lambda: present.size(row),
+            "status": lambda: row.status, "loss": lambda: present.metric_value(row, "loss"),
+            "metric": lambda: present.metric_value(row, self.metric), "name": lambda: row.name,
+        }
+        return texts[key]()
+
+    def _tip(self, row: CheckpointRow, key: str) -> str | None:
+        if key == "status":
+            return row.status_tip or None
+        if key in ("loss", "metric"):
+            return present.metric_tip(row, "loss" if key == "loss" else self.metric)
+        if key == "name":
+            return row.checkpoint.path
+        return None

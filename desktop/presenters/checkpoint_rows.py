@@ -1,0 +1,184 @@
+"""What the checkpoints panel says: one row per checkpoint, the resume advice, the lineage.
+
+Built from the checkpoint manager's report (best, latest, resume point), so the
+panel never decides anything itself: it shows the same answers as
+``headroom checkpoints``, in words and icons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from core.checkpoints import Checkpoint, is_eval_metric, metric_mode
+from core.metrics import size_text
+from core.resume import Resume
+from desktop.presenters import formatting as fmt
+from tracker.checkpoints.inspect import UNKNOWN
+from tracker.checkpoints.lineage import Lineage
+from tracker.checkpoints.manager import Report
+
+# Column title and what the part is, for the completeness icons.
+PART_NAMES: dict[str, tuple[str, str]] = {
+    "model": ("Model", "model weights"),
+    "optimizer": ("Optim", "optimizer state (Adam's moments)"),
+    "scheduler": ("Sched", "LR scheduler state"),
+    "rng": ("RNG", "random number generator state (data order, dropout)"),
+    "scaler": ("Scaler", "grad scaler (the fp16 loss scale)"),
+    "trainer_state": ("State", "trainer state (step, epoch, best checkpoint)"),
+}
+STATUS_TEXT = {"ok": "present", "lfs": "LFS pointer", "missing": "missing", "deleted": "deleted",
+               "unreadable": "unreadable", "logged": "named in log", "unsafe": "unsafe to inspect"}
+STATUS_TIPS = {
+    "ok": "The files are on disk.",
+    "lfs": "The files are Git-LFS pointers: run `git lfs pull` to fetch them.",
+    "missing": "The run's log names this checkpoint but its files are gone.",
+    "deleted": "Moved to the system trash by a retention plan.",
+    "unreadable": "The files could not be read (damaged or cut short while saving).",
+    "logged": "The log names this checkpoint; no scan has looked for it yet.",
+    "unsafe": "Parts of it could only be opened by running code stored in the file, so "
+              "Headroom did not open them: their contents are unknown.",
+}
+MODES = {"min": "lower is better", "max": "higher is better"}
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """One checkpoint as the table shows it."""
+
+    checkpoint: Checkpoint
+    best: bool = False
+    latest: bool = False
+    resume: bool = False
+
+    @property
+    def name(self) -> str:
+        return PurePath(self.checkpoint.path).name
+
+    @property
+    def status(self) -> str:
+        """present, LFS pointer, missing, deleted, unreadable, or unsafe to inspect."""
+        c = self.checkpoint
+        key = "unsafe" if c.status == "ok" and unsafe(c) else c.status
+        return STATUS_TEXT.get(key, key)
+
+    @property
+    def status_tip(self) -> str:
+        c = self.checkpoint
+        key = "unsafe" if c.status == "ok" and unsafe(c) else c.status
+        lines = [STATUS_TIPS.get(key, ""), *c.warnings]
+        if c.link_to:
+            lines.insert(0, f"A link to {c.link_to}")
+        return "\n".join(line for line in lines if line)
+
+    @property
+    def badges(self) -> list[str]:
+        return [word for word, on in (("best", self.best), ("latest", self.latest),
+                                      ("resume", self.resume)) if on]
+
+    def part(self, part: str) -> bool | None:
+        return self.checkpoint.has.get(part)
+
+    def part_tip(self, part: str) -> str:
+        what = PART_NAMES[part][1]
+        state = self.part(part)
+        if part == "model" and state and self.checkpoint.weights == "adapter":
+            return f"{what}: adapter only (the base model must match)"
+        return f"{what}: " + {True: "present", False: "missing", None: "unknown"}[state]
+
+
+def unsafe(c: Checkpoint) -> bool:
+    """Inspection met a pickle it would have had to run to read: contents unknown."""
+    return any(UNKNOWN in w or " would run " in w for w in c.warnings)
+
+
+def rows(report: Report, resume: Resume | None = None) -> list[CheckpointRow]:
+    """The report's checkpoints, by step, with the best, latest and resume point flagged."""
+    resume = resume or report.resume
+    chosen = resume.checkpoint if resume else None
+    return [CheckpointRow(c, c is report.best, c is report.latest, c is chosen)
+            for c in report.checkpoints]
+
+
+def metric_value(row: CheckpointRow, metric: str) -> str:
+    value = row.checkpoint.metrics.get(metric)
+    return fmt.number(value) if isinstance(value, int | float) else ""
+
+
+def metric_tip(row: CheckpointRow, metric: str) -> str | None:
+    """Where a value came from: training loss is smoothed, eval the last one at or before."""
+    taken = row.checkpoint.metric_steps.get(metric)
+    if metric not in row.checkpoint.metrics:
+        return None
+    if metric == "loss":
+        return f"mean of the last logged training losses up to step {taken}" if taken else None
+    return f"evaluated at step {taken:,}" if taken is not None else "as the checkpoint states it"
+
+
+def written(row: CheckpointRow) -> str:
+    return fmt.when(row.checkpoint.written_at)
+
+
+def size(row: CheckpointRow) -> str:
+    n = row.checkpoint.size_bytes
+    return "" if n is None or row.checkpoint.link_to else size_text(n)
+
+
+def eval_column(metric: str | None) -> str:
+    """The metric beside the training loss: the ranking metric, else the eval loss."""
+    return metric if metric and metric != "loss" else "eval_loss"
+
+
+def metric_choices(checkpoints: list[Checkpoint]) -> list[str]:
+    """Metrics the checkpoints carry that can rank them: eval loss first, then the others."""
+    names = {n for c in checkpoints for n in c.metrics if n == "loss" or is_eval_metric(n)}
+    return sorted(names, key=lambda n: (n != "eval_loss", n == "loss", n))
+
+
+def ranking_text(report: Report) -> str:
+    """"best by eval_loss (lower is better)", with why that metric when it was not asked for."""
+    choice = report.choice
+    if choice.metric is None:
+        return choice.note
+    text = f"best by {choice.metric}"
+    if choice.mode:
+        text += f" ({MODES[choice.mode]})"
+    if choice.note and choice.mode:
+        text += f": {choice.note}"
+    return text
+
+
+def must_ask_mode(report: Report) -> bool:
+    """The metric's name does not say whether higher or lower is better: ask the user."""
+    return report.choice.metric is not None and report.choice.mode is None
+
+
+def guessed_mode(metric: str | None) -> str | None:
+    return metric_mode(metric) if metric else None
+
+
+def resume_title(resume: Resume | None) -> str:
+    if resume is None:
+        return "No checkpoint on disk to resume from."
+    c = resume.checkpoint
+    where = f"step {c.step:,}" if c.step is not None else PurePath(c.path).name
+    return f"Resume from {where} ({PurePath(c.path).name})"
+
+
+def lineage_text(origin: Lineage | None, names: Mapping[int, str]) -> str:
+    """Where this run came from and which runs continued from its checkpoints."""
+    if origin is None:
+        return ""
+    lines = []
+    if origin.resumed_from:
+        source = PurePath(origin.resumed_from).name
+        if origin.parent_run is not None and origin.parent_run != origin.run_id:
+            run = names.get(origin.parent_run, f"run {origin.parent_run}")
+            source += f" of {run}"
+        lines.append(f"This run resumed from {source}.")
+    if origin.children:
+        runs = ", ".join(names.get(i, f"run {i}") for i in origin.children)
+        lines.append(f"Resumed from this run's checkpoints: {runs} (those checkpoints are kept).")
+    return " ".join(lines)
+
