@@ -4,39 +4,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
-from core.calibration import _terms, predict_gib
-from core.memory import Setup
-from core.models import preset
+from tests.recorded_runs import COUNTER_SERIES, TRUE, truth, write_run
 from tracker.calibration import collect
 from tracker.cli import main
 from tracker.ingest import ingest
-
-TRUE = np.array([1.25, 1.0, 1.0, 1.15, 0.8])
-COUNTER_SERIES = {"allocated": "mem_peak_gib", "reserved": "mem_reserved_gib"}
-
-
-def _write_run(folder, name, model, batch, seq, peaks, shape_extra=None, oom=None):
-    shape = {"model": model, "method": "lora", "lora_rank": 16, "micro_batch": batch,
-             "seq_len": seq, "precision": "mixed-bf16", "attention": "sdpa",
-             "framework": "transformers", "gpu_model": "NVIDIA H100 80GB HBM3", "n_gpus": 1,
-             **(shape_extra or {})}
-    lines = [{"headroom": 1, "run": {"name": name, "shape": shape}}]
-    for step in range(1, 4):
-        lines.append({"step": step, "loss": 2.0 / step,
-                      **{COUNTER_SERIES[c]: v * (0.9 + 0.05 * step) for c, v in peaks.items()}})
-    if oom:
-        lines.append({"step": 4, "event": {"kind": "oom", "capacity_gib": oom}})
-    path = folder / f"{name}.jsonl"
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    return path
-
-
-def _truth(model: str, batch: int, seq: int, counter: str) -> float:
-    setup = Setup(method="lora", lora_rank=16, micro_batch=batch, seq_len=seq)
-    return predict_gib(_terms(preset(model), setup), TRUE, counter)[0]
 
 
 @pytest.fixture
@@ -46,11 +19,11 @@ def history(tmp_path, store):
     for i, (model, batch, seq) in enumerate([("llama-3.2-1b", 1, 1024), ("llama-3.2-1b", 4, 2048),
                                              ("llama-3.2-3b", 2, 1024), ("qwen2.5-7b", 1, 2048),
                                              ("llama-3.1-8b", 2, 2048)]):
-        peaks = {c: _truth(model, batch, seq, c) for c in COUNTER_SERIES}
-        _write_run(runs, f"run{i}", model, batch, seq, peaks)
-    _write_run(runs, "no-shape", None, 1, 1024, {"allocated": 10.0},
-               shape_extra={"model": "my-own-model"})
-    _write_run(runs, "oom", "llama-3.1-8b", 16, 4096, {}, oom=79.6)
+        peaks = {c: truth(model, batch, seq, c) for c in COUNTER_SERIES}
+        write_run(runs, f"run{i}", model, batch, seq, peaks)
+    write_run(runs, "no-shape", None, 1, 1024, {"allocated": 10.0},
+              shape_extra={"model": "my-own-model"})
+    write_run(runs, "oom", "llama-3.1-8b", 16, 4096, {}, oom=79.6)
     report = ingest(store, [runs])
     assert report.ok, report.to_dict()
     return store
@@ -87,8 +60,8 @@ def test_size_command_uses_the_history(history, capsys):
     cal = out["calibrated"]
     assert cal is not None and cal["low_gib"] < cal["gib"] < cal["high_gib"]
     assert cal["runs"] and cal["group"] == "hf x H100 SXM x sdpa"
-    truth = _truth("llama-3.1-8b", 2, 2048, "reserved")
-    assert cal["reserved_gib"] == pytest.approx(truth, rel=0.1)
+    expected = truth("llama-3.1-8b", 2, 2048, "reserved")
+    assert cal["reserved_gib"] == pytest.approx(expected, rel=0.1)
 
 
 def test_excluded_runs_stay_out_of_the_fit(history, capsys):
