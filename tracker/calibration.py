@@ -23,6 +23,8 @@ from tracker.store import Store
 
 # Canonical series -> the counter it records (DESIGN.md, canonical metric names).
 COUNTERS = {"mem_peak_gib": "allocated", "mem_reserved_gib": "reserved", "mem_used_gib": "device"}
+EXCLUDED = "excluded from the fit"
+NO_PEAK = "no memory peak or OOM recorded"
 
 
 @dataclass
@@ -39,7 +41,7 @@ def collect(store: Store) -> Collected:
     excluded = _excluded(store)
     for run in store.runs():
         if run.id in excluded:
-            out.skipped[run.id] = "excluded from the fit"
+            out.skipped[run.id] = EXCLUDED
             continue
         try:
             out.samples.extend(run_samples(store, run))
@@ -47,7 +49,7 @@ def collect(store: Store) -> Collected:
             out.skipped[run.id] = str(err)
             continue
         if not any(s.run_id == run.id for s in out.samples):
-            out.skipped[run.id] = "no memory peak or OOM recorded"
+            out.skipped[run.id] = NO_PEAK
     return out
 
 

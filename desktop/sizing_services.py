@@ -1,0 +1,160 @@
+"""The sizing wizard's and calibration view's door to the tracker, beside :class:`AppServices`.
+
+One per app: :func:`sizing_for` finds (or makes) it as a child of the app's
+services, so the wizard and the calibration view share its cache. The
+calibration fit (leave-one-out over every stored run with a peak) is
+computed once in the pool and kept; when runs change it is refreshed in the
+background, one fit at a time (changes during a fit queue one more), and
+``sig_calibration_changed`` hands every view the new summary. Counting a
+config's parameters on the meta device and planning also run in the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Signal
+
+from core.gpus import GPU
+from core.memory import ModelSpec, Setup, SetupError, check
+from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
+from core.models import ModelError
+from core.planner import Plan
+from core.shape import RunShape
+from core.sizing import Sizer
+from desktop.presenters.calibration_view import Summary, summarise
+from desktop.workers import Worker
+
+if TYPE_CHECKING:
+    from desktop.services import AppServices
+    from tracker.store import Store
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """A recorded run as the memory model's inputs, for "Size a run like this…"."""
+
+    run_id: int
+    name: str
+    spec: ModelSpec
+    setup: Setup
+    shape: RunShape
+
+
+class SizingServices(QObject):
+    sig_calibration_changed = Signal(object)
+    """A fresh fit of the stored runs (a ``calibration_view.Summary``)."""
+
+    def __init__(self, services: AppServices) -> None:
+        super().__init__(services)
+        self._services = services
+        self.summary: Summary | None = None
+        self._fitting: Worker | None = None
+        self._stale = True
+        self._again = False
+        services.sig_runs_changed.connect(self._on_runs_changed)
+
+    # ---- Calibration
+
+    def calibration(self) -> Summary | None:
+        """The latest fit; starts one when none is current (the signal says when it is ready)."""
+        if self._stale:
+            self.refit()
+        return self.summary
+
+    def refit(self) -> None:
+        if self._fitting is not None:
+            self._again = True
+            return
+        self._stale = False
+        store = self._services.store
+        self._fitting = self._services.workers.start(
+            lambda _w: fit_store(store), self._on_fitted, self._on_fit_failed)
+
+    def set_excluded(self, run_ids: list[int], excluded: bool) -> None:
+        """Keep runs out of the fit (or let them back in); persisted in the store."""
+        for run_id in run_ids:
+            self._services.store.set_exclude_from_fit(run_id, excluded)
+        self._services.sig_runs_changed.emit()
+
+    def _on_runs_changed(self) -> None:
+        self._stale = True
+        if self.summary is not None or self._fitting is not None:
+            self.refit()  # someone has asked for it: keep it fresh
+
+    def _on_fitted(self, summary: Summary) -> None:
+        self._fitting = None
+        self.summary = summary
+        self.sig_calibration_changed.emit(summary)
+        if self._again:
+            self._again = False
+            self.refit()
+
+    def _on_fit_failed(self, message: str) -> None:
+        self._fitting = None
+        self._services.sig_message.emit(f"Calibration failed: {message}")
+
+    # ---- Models and plans
+
+    def load_sizable_runs(self, on_done: Callable[[list[RunInputs]], None]) -> Worker:
+        """Every stored run whose shape the memory model can use, the latest ingested first."""
+        store = self._services.store
+        return self._services.workers.start(lambda _w: sizable_runs(store), on_done,
+                                            self._services.sig_message.emit)
+
+    def run_inputs(self, run_id: int) -> RunInputs:
+        """One run's inputs (raises ValueError with a one-line reason when its shape is lacking)."""
+        runs = self._services.runs([run_id])
+        if not runs:
+            raise ModelError(f"run {run_id} is no longer in the database")
+        return _inputs(runs[0].id, runs[0].name, runs[0].shape)
+
+    def count_parameters(self, path: Path, on_done: Callable[[ModelSpec], None],
+                         on_error: Callable[[str], None]) -> Worker:
+        """A config.json's model with its exact count (built on torch's meta device)."""
+        from core.models import from_config_file
+
+        return self._services.workers.start(lambda _w: from_config_file(path), on_done, on_error)
+
+    def plan(self, sizer: Sizer, setup: Setup, gpus: list[GPU], max_gpus: int,
+             on_done: Callable[[list[Plan]], None], on_error: Callable[[str], None]) -> Worker:
+        return self._services.workers.start(lambda _w: sizer.plans(setup, gpus, max_gpus),
+                                            on_done, on_error)
+
+
+def sizing_for(services: AppServices) -> SizingServices:
+    """The app's one :class:`SizingServices` (made on first use)."""
+    return services.findChild(SizingServices) or SizingServices(services)
+
+
+def fit_store(store: Store) -> Summary:
+    """The leave-one-out fit of the store's runs, summarised for the views."""
+    from tracker.calibration import NO_PEAK, calibrate
+
+    calibration, collected = calibrate(store)
+    listed = [i for i, why in collected.skipped.items() if why != NO_PEAK]
+    names = {r.id: r.name for r in store.runs(listed)} if listed else {}
+    names.update({s.run_id: s.name for s in calibration.samples})
+    return summarise(calibration, collected.skipped, names)
+
+
+def sizable_runs(store: Store) -> list[RunInputs]:
+    out = []
+    for run in sorted(store.runs(), key=lambda r: r.id, reverse=True):
+        try:
+            out.append(_inputs(run.id, run.name, run.shape))
+        except ValueError:  # the shape says too little, or contradicts itself
+            continue
+    return out
+
+
+def _inputs(run_id: int, name: str, shape: RunShape) -> RunInputs:
+    try:
+        spec, setup, _ = inputs_from_shape(shape)
+        check(spec, setup)
+    except (ShapeIncomplete, SetupError, ModelError) as err:
+        raise ModelError(f"{name}: {err}") from None
+    return RunInputs(run_id, name, spec, setup, shape)

@@ -1,0 +1,249 @@
+"""Wizard page 1: the model, from a preset, a config.json, a recorded run or a parameter count.
+
+A config.json is counted on torch's meta device in the pool (importing
+transformers takes seconds); Next waits for the count. Whatever the source,
+the page shows what it resolved to, and which preset a bare count borrowed.
+"""
+
+from __future__ import annotations
+
+import html
+from itertools import groupby
+from pathlib import Path
+
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QVBoxLayout,
+)
+
+from core.memory import ModelSpec
+from core.models import ModelError, from_params, parse_count, preset, presets
+from desktop.presenters.sizing_form import Draft, model_problem
+from desktop.sizing_services import RunInputs, SizingServices
+from desktop.views.sizing.page import DraftPage, hint_label
+from desktop.widgets.drop import local_paths
+
+DEFAULT_PRESET = "llama-3.1-8b"
+SOURCES = ("preset", "config", "run", "params")
+
+
+class ModelPage(DraftPage):
+    def __init__(self, draft: Draft, sizing: SizingServices) -> None:
+        super().__init__(draft, "Model", "Which model will the run train or serve?")
+        self._sizing = sizing
+        self._error = ""
+        self._counting = 0  # generation of the config being counted (0: none)
+        self._generation = 0
+        self._runs: list[RunInputs] = []
+        self.radios = {key: QRadioButton(text) for key, text in (
+            ("preset", "A preset"), ("config", "A Hugging Face config.json"),
+            ("run", "A recorded run's shape"), ("params", "A parameter count"))}
+        self.group = QButtonGroup(self)
+        for radio in self.radios.values():
+            self.group.addButton(radio)
+        self.preset_combo = _preset_combo()
+        self.config_path = QLineEdit(placeholderText="Drop a config.json or its folder here")
+        self.browse = QPushButton("Browse…")
+        self.run_combo = QComboBox(placeholderText="No recorded run with a usable shape yet")
+        self.params_edit = QLineEdit(placeholderText="e.g. 7B, 350M or 1.5e9")
+        self.resolved = QLabel(wordWrap=True, objectName="resolved")
+        self.resolved.setMinimumHeight(64)
+        self._layout()
+        self._connect()
+        self.setAcceptDrops(True)
+        self.radios["preset"].setChecked(True)
+        sizing.load_sizable_runs(self._on_runs)
+
+    def _layout(self) -> None:
+        grid = QGridLayout()
+        grid.setColumnStretch(1, 1)
+        config = QHBoxLayout()
+        config.addWidget(self.config_path, 1)
+        config.addWidget(self.browse)
+        rows = (("preset", self.preset_combo), ("config", config), ("run", self.run_combo),
+                ("params", self.params_edit))
+        for row, (key, field) in enumerate(rows):
+            grid.addWidget(self.radios[key], row, 0)
+            if isinstance(field, QHBoxLayout):
+                grid.addLayout(field, row, 1)
+            else:
+                grid.addWidget(field, row, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(grid)
+        layout.addSpacing(12)
+        layout.addWidget(self.resolved)
+        layout.addWidget(self.problem)
+        layout.addStretch(1)
+        layout.addWidget(hint_label(
+            "A bare parameter count borrows the architecture of the nearest preset; a config.json "
+            "gives the exact architecture and, built on the meta device, the exact count."))
+
+    def _connect(self) -> None:
+        self.group.buttonToggled.connect(lambda _b, on: on and self._resolve())
+        self.preset_combo.activated.connect(lambda: self._use("preset"))
+        self.run_combo.activated.connect(lambda: self._use("run"))
+        self.params_edit.textEdited.connect(lambda: self._use("params"))
+        self.config_path.editingFinished.connect(lambda: self._use("config"))
+        self.browse.clicked.connect(self._browse)
+
+    # ---- Public API
+
+    def source(self) -> str:
+        return next(key for key, radio in self.radios.items() if radio.isChecked())
+
+    def set_config(self, path: str | Path) -> None:
+        self.config_path.setText(str(path))
+        self._use("config")
+
+    def start_from_run(self, run_id: int) -> None:
+        """"Size a run like this…": the run's model, setup and hardware seed the whole draft."""
+        try:
+            inputs = self._sizing.run_inputs(run_id)
+        except ValueError as err:
+            self._show(None, "", str(err))
+            return
+        if self.run_combo.findData(run_id) < 0:
+            self.run_combo.addItem(inputs.name, run_id)
+            self._runs.append(inputs)
+        self.run_combo.setCurrentIndex(self.run_combo.findData(run_id))
+        self._use("run")
+
+    def problem_text(self) -> str:
+        return self._error or model_problem(self.draft)
+
+    def busy(self) -> bool:
+        return bool(self._counting)
+
+    # ---- Resolving the chosen source
+
+    def _use(self, source: str) -> None:
+        if self.radios[source].isChecked():
+            self._resolve()
+        else:
+            self.radios[source].setChecked(True)  # resolves through buttonToggled
+
+    def _resolve(self) -> None:
+        self._generation += 1
+        self._counting = 0
+        source = self.source()
+        try:
+            if source == "preset":
+                name = self.preset_combo.currentData()
+                self._show(preset(name), f"preset {name}")
+            elif source == "params":
+                count = parse_count(self.params_edit.text()) if self.params_edit.text() else None
+                self._show(from_params(count) if count else None,
+                           f"{self.params_edit.text().strip()} parameters")
+            elif source == "run":
+                self._use_run(self.run_combo.currentData())
+            else:
+                self._count_config(self.config_path.text().strip())
+        except ValueError as err:  # ModelError: a count or a name that does not work
+            self._show(None, "", str(err))
+
+    def _use_run(self, run_id: int | None) -> None:
+        inputs = next((r for r in self._runs if r.run_id == run_id), None)
+        if inputs is None:
+            self._show(None, "")
+            return
+        self.draft.seed(inputs.spec, inputs.setup, inputs.shape)
+        self.draft.run_id = run_id
+        self._show(inputs.spec, f"recorded run {inputs.name}")
+
+    def _count_config(self, text: str) -> None:
+        if not text:
+            self._show(None, "")
+            return
+        path = Path(text).expanduser()
+        if not (path / "config.json" if path.is_dir() else path).is_file():
+            raise ModelError(f"no config.json at {path}")
+        generation = self._counting = self._generation
+        self._show(None, "")
+        self.resolved.setText("Building the model on the meta device to count its parameters…")
+        self._sizing.count_parameters(
+            path, lambda spec: self._counted(generation, spec, path),
+            lambda message: self._counted(generation, None, path, message))
+
+    def _counted(self, generation: int, spec: ModelSpec | None, path: Path,
+                 message: str = "") -> None:
+        if generation != self._generation:
+            return  # the user chose something else meanwhile
+        self._counting = 0
+        self._show(spec, f"config.json at {path}", message)
+
+    def _show(self, spec: ModelSpec | None, origin: str, error: str = "") -> None:
+        self.draft.spec, self.draft.origin, self._error = spec, origin, error
+        if self.source() != "run":
+            self.draft.run_id = None
+        self.resolved.setText(_describe(spec) if spec else "")
+        self.refresh()
+
+    def _browse(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "A model's config.json", "",
+                                              "Model config (config.json *.json)")
+        if name:
+            self.set_config(name)
+
+    def _on_runs(self, runs: list[RunInputs]) -> None:
+        chosen = self.run_combo.currentData()
+        known = {r.run_id for r in self._runs}
+        self._runs += [r for r in runs if r.run_id not in known]
+        self.run_combo.clear()
+        for r in self._runs:
+            self.run_combo.addItem(r.name, r.run_id)
+        if chosen is not None:
+            self.run_combo.setCurrentIndex(self.run_combo.findData(chosen))
+
+    # ---- Drops
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if len(local_paths(event.mimeData())) == 1:
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = local_paths(event.mimeData())
+        if len(paths) == 1:
+            event.acceptProposedAction()
+            self.set_config(paths[0])
+
+
+def _preset_combo() -> QComboBox:
+    combo = QComboBox()
+    combo.setMaxVisibleItems(24)
+    table = sorted(presets().values(), key=lambda p: p.family)
+    for i, (_family, members) in enumerate(groupby(table, key=lambda p: p.family)):
+        if i:
+            combo.insertSeparator(combo.count())
+        for p in members:
+            combo.addItem(f"{p.name}   ({p.n_params / 1e9:.3g}B)", p.name)
+    combo.setCurrentIndex(combo.findData(DEFAULT_PRESET))
+    return combo
+
+
+def _describe(spec: ModelSpec) -> str:
+    moe = (f", {spec.n_experts} experts ({spec.n_active_experts} active)" if spec.is_moe else "")
+    lines = [
+        f"<b>{html.escape(spec.name)}</b>: <b>{spec.total_params / 1e9:.3g}B parameters</b> "
+        f"({spec.total_params:,})",
+        f"{spec.family} architecture: {spec.n_layers} layers, hidden {spec.hidden:,}, "
+        f"{spec.n_heads} heads ({spec.n_kv_heads} KV), MLP {spec.intermediate:,}, "
+        f"vocabulary {spec.vocab:,}{moe}",
+    ]
+    if spec.note:
+        lines.append(f"<span style='color:#8d6e00'>{html.escape(_note(spec.note))}</span>")
+    if spec.source:
+        lines.append(f"<span style='color:#7b8794'>{html.escape(spec.source)}</span>")
+    return "<br>".join(lines)
+
+
+def _note(note: str) -> str:
+    return "Borrowed the " + note if note.startswith("shape of") else note

@@ -1,0 +1,47 @@
+"""What every wizard page shares: the draft it edits and an inline message that blocks Next."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel, QWizardPage
+
+from desktop.presenters.sizing_form import Draft
+
+PROBLEM_STYLE = ("color: #a61b1b; background: #fdecea; border: 1px solid #f5c2c0; "
+                 "border-radius: 3px; padding: 5px 8px;")
+HINT_STYLE = "color: #52606d;"
+
+
+class DraftPage(QWizardPage):
+    """A page over the shared :class:`Draft`; Next waits for an empty :meth:`problem_text`."""
+
+    def __init__(self, draft: Draft, title: str, subtitle: str) -> None:
+        super().__init__()
+        self.draft = draft
+        self.setTitle(title)
+        self.setSubTitle(subtitle)
+        self.problem = QLabel(wordWrap=True, objectName="problem")
+        self.problem.setStyleSheet(PROBLEM_STYLE)
+        self.problem.hide()
+
+    def problem_text(self) -> str:
+        return ""
+
+    def busy(self) -> bool:
+        """Work in the background that the page waits for (Next stays off, no message)."""
+        return False
+
+    def isComplete(self) -> bool:
+        return not self.busy() and not self.problem_text()
+
+    def refresh(self) -> None:
+        """Show what is wrong (if anything) and let the wizard re-check Next."""
+        text = "" if self.busy() else self.problem_text()
+        self.problem.setText(text)
+        self.problem.setVisible(bool(text))
+        self.completeChanged.emit()
+
+
+def hint_label(text: str = "") -> QLabel:
+    label = QLabel(text, wordWrap=True)
+    label.setStyleSheet(HINT_STYLE)
+    return label

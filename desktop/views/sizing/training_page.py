@@ -1,0 +1,127 @@
+"""Wizard page 2: the goal and the training setup, with the seed article's rules as hints.
+
+Every change is written to the draft and checked by the memory model's own
+rules at once; a contradiction (QLoRA on an FP32 base...) is said on the page
+and Next waits. The static memory of the choices is shown as they change.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QSpinBox, QVBoxLayout, QWidget
+
+from desktop.presenters.sizing_form import (
+    ATTENTION,
+    LORA_TARGETS,
+    METHODS,
+    OPTIMIZERS,
+    PRECISIONS,
+    RECOMPUTE,
+    Draft,
+    hints,
+    static_line,
+    training_problem,
+)
+from desktop.views.sizing.page import DraftPage, hint_label
+
+CHOICES = {"method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
+           "lora_targets": LORA_TARGETS, "recompute": RECOMPUTE, "attention": ATTENTION}
+NUMBERS = {"lora_rank": (1, 4096), "micro_batch": (1, 4096), "grad_accum": (1, 4096),
+           "seq_len": (16, 1 << 21)}
+
+
+class TrainingPage(DraftPage):
+    def __init__(self, draft: Draft) -> None:
+        super().__init__(draft, "Training", "What will the run do, and how?")
+        self.combos = {name: _combo(items) for name, items in CHOICES.items()}
+        self.spins = {name: _spin(*bounds) for name, bounds in NUMBERS.items()}
+        self.spins["seq_len"].setSingleStep(512)
+        self.static = hint_label()
+        self.static.setStyleSheet("color: #1f2933; font-weight: 600;")
+        self.hints = hint_label()
+        self._layout()
+        for name, combo in self.combos.items():
+            combo.currentIndexChanged.connect(lambda _i, n=name: self._changed(n))
+        for name, spin in self.spins.items():
+            spin.valueChanged.connect(lambda _v, n=name: self._changed(n))
+
+    def _layout(self) -> None:
+        form = QFormLayout()
+        form.addRow("Goal:", self.combos["method"])
+        form.addRow("Precision:", self.combos["precision"])
+        form.addRow("Optimizer:", self.combos["optimizer"])
+        form.addRow("LoRA rank and targets:",
+                    _row(self.spins["lora_rank"], self.combos["lora_targets"]))
+        form.addRow("Micro batch per GPU:", self.spins["micro_batch"])
+        form.addRow("Gradient accumulation:", self.spins["grad_accum"])
+        form.addRow("Sequence length:", self.spins["seq_len"])
+        form.addRow("Recompute (checkpointing):", self.combos["recompute"])
+        form.addRow("Attention:", self.combos["attention"])
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.problem)
+        layout.addSpacing(8)
+        layout.addWidget(self.static)
+        layout.addWidget(self.hints)
+        layout.addStretch(1)
+
+    def initializePage(self) -> None:
+        """Show the draft as it is now (a recorded run may have seeded it)."""
+        self._show_draft()
+        self.refresh()
+
+    def problem_text(self) -> str:
+        return training_problem(self.draft)
+
+    def refresh(self) -> None:
+        super().refresh()
+        adapters = self.draft.method in ("lora", "qlora")
+        self.spins["lora_rank"].setEnabled(adapters)
+        self.combos["lora_targets"].setEnabled(adapters)
+        self.static.setText(static_line(self.draft))
+        self.hints.setText("<br>".join(f"• {h}" for h in hints(self.draft)))
+
+    def _changed(self, name: str) -> None:
+        if name in self.combos:
+            value = self.combos[name].currentData()
+            if name == "method":
+                self.draft.set_method(value)  # the goal's usual precision and optimizer
+                self._show_draft()
+            else:
+                setattr(self.draft, name, value)
+        else:
+            setattr(self.draft, name, self.spins[name].value())
+        self.refresh()
+
+    def _show_draft(self) -> None:
+        for name, combo in self.combos.items():
+            combo.blockSignals(True)
+            combo.setCurrentIndex(max(combo.findData(getattr(self.draft, name)), 0))
+            combo.blockSignals(False)
+        for name, spin in self.spins.items():
+            spin.blockSignals(True)
+            spin.setValue(getattr(self.draft, name))
+            spin.blockSignals(False)
+
+
+def _combo(items: dict[str, str]) -> QComboBox:
+    combo = QComboBox()
+    for value, text in items.items():
+        combo.addItem(text, value)
+    return combo
+
+
+def _spin(low: int, high: int) -> QSpinBox:
+    spin = QSpinBox(minimum=low, maximum=high)
+    spin.setGroupSeparatorShown(True)
+    spin.setMinimumWidth(110)
+    return spin
+
+
+def _row(*widgets: QWidget) -> QWidget:
+    row = QWidget()
+    layout = QHBoxLayout(row)
+    layout.setContentsMargins(0, 0, 0, 0)
+    for widget in widgets:
+        layout.addWidget(widget)
+    layout.addStretch(1)
+    return row

@@ -1,0 +1,107 @@
+"""The Calibration tab over a database of recorded runs: points, groups, outliers, exclusions."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.calibration import leave_one_out
+from desktop.presenters.calibration_view import RUN_EXCLUDED
+from desktop.sizing_services import sizing_for
+from tests.desktop.helpers import ingest_and_wait
+from tests.recorded_runs import COUNTER_SERIES, truth, write_run
+from tracker.calibration import collect
+
+GROUP = "hf x H100 SXM x sdpa"
+RUNS = [("llama-3.2-1b", 2, 2048), ("llama-3.2-3b", 1, 1024), ("llama-3.2-3b", 4, 2048),
+        ("qwen2.5-7b", 1, 2048), ("llama-3.1-8b", 2, 2048), ("llama-3.1-8b", 1, 4096)]
+
+
+@pytest.fixture
+def history(tmp_path, qtbot, services):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for i, (model, batch, seq) in enumerate(RUNS):
+        peaks = {c: truth(model, batch, seq, c) for c in COUNTER_SERIES}
+        if i == 5:
+            peaks = {c: v * 1.8 for c, v in peaks.items()}  # a run that leaked memory
+        write_run(runs, f"run-{i}", model, batch, seq, peaks)
+    write_run(runs, "no-architecture", None, 1, 1024, {"allocated": 10.0},
+              shape_extra={"model": "my-own-model"})
+    assert ingest_and_wait(qtbot, services, [runs]).ok
+    return services
+
+
+@pytest.fixture
+def panel(qtbot, history):
+    from desktop.views.calibration_panel import CalibrationPanel
+
+    view = CalibrationPanel(history)
+    qtbot.addWidget(view)
+    with qtbot.waitSignal(sizing_for(history).sig_calibration_changed, timeout=30_000):
+        view.show()
+    return view
+
+
+def _rows(panel) -> dict[str, list[list[str]]]:
+    out: dict[str, list[list[str]]] = {}
+    for i in range(panel.runs.topLevelItemCount()):
+        item = panel.runs.topLevelItem(i)
+        out.setdefault(item.text(0), []).append([item.text(c) for c in range(item.columnCount())])
+    return out
+
+
+def test_every_reading_is_plotted_held_out_against_its_peak(panel, history):
+    expected = leave_one_out(collect(history.store).samples)
+    spots = panel.plot.spots(GROUP)
+    assert len(spots) == 2 * len(RUNS)  # allocated and reserved of each run
+    for recorded, predicted, name in spots:
+        sample = next(s for s in expected.samples
+                      if s.name == name and s.peak_gib == pytest.approx(recorded))
+        assert predicted == pytest.approx(expected.held_out[(sample.run_id, sample.counter)])
+    hover = panel.plot.scatters[GROUP].opts["tip"](x=0, y=12.3, data=0)
+    assert hover.startswith(panel.plot.points[0].name) and "12.3 GiB" in hover
+
+
+def test_groups_show_coefficients_errors_and_a_verdict(panel):
+    root = panel.groups.topLevelItem(0)
+    assert root.text(0) == "all runs" and root.text(1) == str(len(RUNS))
+    leaf = root.child(0).child(0).child(0)
+    assert leaf.toolTip(0) == GROUP
+    assert "held-out error" in leaf.text(leaf.columnCount() - 1)
+    assert "runs calibrate the memory model" in panel.headline.text()
+
+
+def test_outliers_and_runs_the_fit_cannot_use_are_listed(panel):
+    rows = _rows(panel)
+    assert all("outlier" in r[-1] for r in rows["run-5"])
+    assert not any("outlier" in r[-1] for r in rows["run-1"])
+    assert "no architecture" in rows["no-architecture"][0][-1]
+
+
+def test_excluding_a_run_refits_and_is_kept_in_the_store(qtbot, panel, history):
+    before = panel.summary.groups[0].coefficients
+    panel.select_run(history.store.find_run("run-5").id)
+    assert panel.exclude.isEnabled() and not panel.include.isEnabled()
+    with qtbot.waitSignal(sizing_for(history).sig_calibration_changed, timeout=30_000):
+        panel.exclude.click()
+    assert _rows(panel)["run-5"] == [["run-5", "", "", "", "", "", "", RUN_EXCLUDED]]
+    assert panel.summary.groups[0].runs == len(RUNS) - 1
+    assert panel.summary.groups[0].coefficients != before
+    run_id = history.store.find_run("run-5").id
+    assert collect(history.store).skipped[run_id] == RUN_EXCLUDED  # persisted
+    panel.select_run(run_id)
+    assert panel.include.isEnabled()
+    with qtbot.waitSignal(sizing_for(history).sig_calibration_changed, timeout=30_000):
+        panel.include.click()
+    assert panel.summary.groups[0].runs == len(RUNS)
+
+
+def test_an_empty_database_says_the_figures_are_analytical(qtbot, services):
+    from desktop.views.calibration_panel import CalibrationPanel
+
+    view = CalibrationPanel(services)
+    qtbot.addWidget(view)
+    with qtbot.waitSignal(sizing_for(services).sig_calibration_changed, timeout=30_000):
+        view.show()
+    assert "figures are analytical" in view.headline.text()
+    assert view.runs.topLevelItemCount() == 0
