@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QStyle
 Key = QKeySequence.StandardKey
 Icon = QStyle.StandardPixmap
 
-MENUS = ("&File", "&Edit", "&View", "&Help")
+MENUS = ("&File", "&Edit", "&View", "&Tools", "&Help")
 # What a standard key means where the platform theme does not say (bare X11, offscreen).
 FALLBACKS: dict[QKeySequence.StandardKey, str] = {
     Key.Open: "Ctrl+O", Key.Refresh: "F5", Key.Quit: "Ctrl+Q", Key.Delete: "Del",
@@ -68,5 +68,12 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("find", "&Find Runs…", "&Edit", "find", Key.Find, "Filter the runs table"),
     ActionSpec("full_screen", "&Full Screen", "&View", "toggle_full_screen", Key.FullScreen,
                checkable=True),
+    ActionSpec("size_run", "&Size My Next Run…", "&Tools", "size_next_run", None,
+               "Which GPUs and setup the next run needs, from your runs' memory peaks",
+               toolbar=True, icon=Icon.SP_ComputerIcon),
+    ActionSpec("size_like", "Size a Run &Like This…", "&Tools", "size_run_like_this", None,
+               "The sizing wizard, filled in with the selected run's model and setup"),
+    ActionSpec("calibration", "&Calibration", "&Tools", "show_calibration", None,
+               "How well the memory model, fitted to your runs, predicts them"),
     ActionSpec("about", "&About Headroom", "&Help", "about"),
 )

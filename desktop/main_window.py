@@ -38,7 +38,7 @@ DOCK_AREAS = {"bottom": Qt.DockWidgetArea.BottomDockWidgetArea,
 LOG_FILTER = ("Training logs (*.json *.jsonl *.csv *.tsv *.log *.txt *.out *.yaml *.toml "
               "*tfevents* *.wandb);;All files (*)")
 DEFAULT_SIZE = QSize(1440, 900)
-NEED_SELECTION = ("rename", "tags", "notes", "delete")
+NEED_SELECTION = ("rename", "tags", "notes", "delete", "size_like")
 NEED_RUNS = ("reload", "export_plots", "select_all", "find")
 
 
@@ -265,6 +265,30 @@ class MainWindow(QMainWindow):
         else:
             self.showFullScreen()
         self.actions_["full_screen"].setChecked(self.isFullScreen())
+
+    def size_next_run(self) -> None:
+        self._open_wizard(None)
+
+    def size_run_like_this(self) -> None:
+        if self.services.selected:
+            self._open_wizard(self.services.selected[-1])
+
+    def _open_wizard(self, run_id: int | None) -> None:
+        from desktop.views.sizing.wizard import SizingWizard
+
+        self.wizard = SizingWizard(self.services, run_id, self)
+        self.wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.wizard.sig_open_run.connect(self.show_run)
+        self.wizard.show()
+
+    def show_run(self, run_id: int) -> None:
+        """Select a run and show its details (the wizard's links to past runs)."""
+        self.runs_panel.select_ids([run_id])
+        self.tabs.setCurrentWidget(self.panels["details"])
+        self.activateWindow()
+
+    def show_calibration(self) -> None:
+        self.tabs.setCurrentWidget(self.panels["calibration"])
 
     def about(self) -> None:
         dialogs.about(self, self.services.store.display_url)

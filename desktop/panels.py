@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QWidget
 
 from desktop.services import AppServices
 from desktop.settings import Settings
+from desktop.views.calibration_panel import CalibrationPanel
 from desktop.views.compare_view import CompareView
 from desktop.views.details_panel import DetailsPanel
 from desktop.views.ingest_panel import IngestPanel
@@ -33,5 +34,7 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("plots", "Plots", PlotsPanel, "tab"),
     PanelSpec("details", "Details", lambda services, _settings: DetailsPanel(services), "tab"),
     PanelSpec("compare", "Compare", lambda services, _settings: CompareView(services), "tab"),
+    PanelSpec("calibration", "Calibration",
+              lambda services, _settings: CalibrationPanel(services), "tab"),
     PanelSpec("ingest", "Ingest Report", lambda services, _settings: IngestPanel(services), "left"),
 )

@@ -130,7 +130,7 @@ def test_menus_find_select_all_and_about(qtbot, window, services, corpus, monkey
     qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == 2)
     assert actions["delete"].isEnabled() and actions["reload"].isEnabled()
     menus = [a.text() for a in window.menuBar().actions()]
-    assert menus == ["&File", "&Edit", "&View", "&Help"]
+    assert menus == ["&File", "&Edit", "&View", "&Tools", "&Help"]
     for action_id in ("open_files", "reload", "delete", "select_all", "find", "full_screen",
                       "quit"):
         assert not window.actions_[action_id].shortcut().isEmpty(), action_id
