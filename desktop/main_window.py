@@ -237,6 +237,9 @@ class MainWindow(QMainWindow):
     def reload(self) -> None:
         self.services.reload()
 
+    def watch_folder(self) -> None:
+        self.panels["watch"].choose_folder()
+
     def export_plots(self) -> None:
         self.tabs.setCurrentWidget(self.panels["plots"])
         self.panels["plots"].export_dialog()

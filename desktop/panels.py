@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QWidget
 
+from desktop.live_services import LiveServices
 from desktop.services import AppServices
 from desktop.settings import Settings
 from desktop.views.calibration_panel import CalibrationPanel
@@ -18,6 +19,7 @@ from desktop.views.compare_view import CompareView
 from desktop.views.details_panel import DetailsPanel
 from desktop.views.ingest_panel import IngestPanel
 from desktop.views.plots_panel import PlotsPanel
+from desktop.views.watch_panel import WatchPanel
 
 
 @dataclass(frozen=True)
@@ -37,4 +39,7 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("calibration", "Calibration",
               lambda services, _settings: CalibrationPanel(services), "tab"),
     PanelSpec("ingest", "Ingest Report", lambda services, _settings: IngestPanel(services), "left"),
+    PanelSpec("watch", "Watched Folders",
+              lambda services, settings: WatchPanel(LiveServices(services, settings), settings),
+              "left"),
 )

@@ -8,12 +8,14 @@ never each other. Work that reads many files or points runs in the pool.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QThread, QTimer, Signal
 
 from core.runlog import RunEvent
+from desktop.presenters import live_status
 from desktop.presenters.plot_data import RunData
 from desktop.workers import Worker, WorkerPool
 from tracker.db.runs import RunSummary, SourceStat
@@ -22,6 +24,8 @@ from tracker.store import Store
 SAMPLES = Path(__file__).resolve().parents[1] / "resources" / "samples"
 # While an ingest runs, the runs table refreshes at most this often.
 REFRESH_MS = 400
+# A running run whose logs bring nothing new for this long is shown as "crashed?".
+STALE_AFTER_S = 600.0
 
 
 class AppServices(QObject):
@@ -37,6 +41,12 @@ class AppServices(QObject):
     """The IngestReport (``cancelled`` set when the user stopped it)."""
     sig_message = Signal(str)
     """A one-line message for the status bar (errors included)."""
+    sig_live_ingested = Signal(object)
+    """The IngestReport of a quiet ingest of followed logs that grew (see :meth:`ingest`)."""
+    sig_database_changed = Signal(str)
+    """The app switched databases; the text says which (password hidden)."""
+    sig_connection_lost = Signal(str)
+    """The database server stopped answering (why, in one line); the local one still works."""
 
     def __init__(self, store: Store, parent: QObject | None = None,
                  refresh_ms: int = REFRESH_MS) -> None:
@@ -45,15 +55,23 @@ class AppServices(QObject):
         self.workers = WorkerPool()
         self.selected: list[int] = []
         self._ingest: Worker | None = None
+        self._live = False  # the running ingest is a quiet one of followed logs
         self._queued: list[str] = []
+        self._generation = 0  # bumped when the database changes: older answers are dropped
+        self._probing = False
+        self.stale_after_s = STALE_AFTER_S
+        self._stale = QTimer(self, singleShot=True)  # a running run is about to go quiet
+        self._stale.timeout.connect(self.sig_runs_changed)
         self._refresh = QTimer(self, singleShot=True, interval=refresh_ms)
         self._refresh.timeout.connect(self.sig_runs_changed)
 
     # ---- Runs
 
     def load_runs(self, on_done: Callable[[list[RunSummary]], None]) -> Worker:
-        """Read every run's summary (no points) in the background."""
-        return self.workers.start(lambda _w: self.store.runs(), on_done, self.sig_message.emit)
+        """Read every run's summary (no points) in the background, with its live status."""
+        return self.workers.start(lambda _w: self.store.runs(),
+                                  self._current(lambda runs: on_done(self._with_live(runs))),
+                                  self._failed)
 
     def run_count(self) -> int:
         return self.store.run_count()
@@ -65,14 +83,26 @@ class AppServices(QObject):
 
     # ---- Ingest
 
-    def ingest(self, paths: Iterable[str | Path]) -> None:
-        """Ingest ``paths`` in the background, after the running ingest if there is one."""
+    def ingest(self, paths: Iterable[str | Path], live: bool = False) -> bool:
+        """Ingest ``paths`` in the background, after the running ingest if there is one.
+
+        A ``live`` ingest (followed logs that grew) is quiet: no report panel, no new
+        selection, only ``sig_live_ingested``. It is never queued: while another ingest
+        runs it returns False and the follower asks again at its next look.
+        """
         paths = [str(p) for p in paths]
-        if self.ingesting:
+        if live:
+            if self.ingesting or not paths:
+                return False
+            self._start_ingest(lambda: paths, None)
+        elif self.ingesting:
             self._queued += [p for p in paths if p not in self._queued]
-            self.sig_message.emit(f"Queued {len(paths)} paths: they are read when this ingest ends")
+            if not self._live:
+                self.sig_message.emit(f"Queued {len(paths)} paths: they are read when this "
+                                      "ingest ends")
         elif paths:
             self._start_ingest(lambda: paths, paths)
+        return True
 
     def reload(self) -> None:
         """Re-read every stored run's source: new points are appended, unchanged logs skipped."""
@@ -81,15 +111,18 @@ class AppServices(QObject):
             return
         self._start_ingest(lambda: sorted({r.source_path for r in self.store.runs()}), [])
 
-    def _start_ingest(self, paths: Callable[[], list[str]], shown: list[str]) -> None:
-        """Run an ingest of ``paths()`` (worked out in the worker); ``shown`` is [] for "all"."""
+    def _start_ingest(self, paths: Callable[[], list[str]], shown: list[str] | None) -> None:
+        """Run an ingest of ``paths()`` (worked out in the worker); ``shown`` is [] for "all",
+        None for a quiet live ingest."""
         from tracker.ingest import ingest
 
+        self._live = shown is None
         self._ingest = self.workers.start(
             lambda w: ingest(self.store, paths(), progress=w.report, cancel=w.cancelled),
             self._ingest_done, self._ingest_failed, self._ingest_progress,
         )
-        self.sig_ingest_started.emit(shown)
+        if shown is not None:
+            self.sig_ingest_started.emit(shown)
 
     @property
     def ingesting(self) -> bool:
@@ -109,15 +142,22 @@ class AppServices(QObject):
                       if p.suffix != ".md" and not p.name.startswith((".", "_")))
 
     def _ingest_progress(self, done: int, total: int, label: str) -> None:
-        self.sig_ingest_progress.emit(done, total, label)
+        if not self._live:
+            self.sig_ingest_progress.emit(done, total, label)
         if done and not self._refresh.isActive():
             self._refresh.start()
 
     def _ingest_done(self, report) -> None:
         self._ingest = None
         self._refresh.stop()
-        self.sig_ingest_finished.emit(report)
-        self.sig_runs_changed.emit()
+        if self._live:
+            self.sig_live_ingested.emit(report)
+        else:
+            self.sig_ingest_finished.emit(report)
+        if not self._live or any(r.status in ("ingested", "updated") for r in report.results):
+            self.sig_runs_changed.emit()
+        if not report.ok and self.remote:
+            self.check_connection()
         queued, self._queued = self._queued, []
         if queued:
             self.ingest(queued)
@@ -133,7 +173,7 @@ class AppServices(QObject):
                        on_done: Callable[[list[RunData]], None]) -> Worker:
         """:meth:`read_plot_data` in the background."""
         return self.workers.start(lambda w: self.read_plot_data(run_ids, metrics, w.cancelled),
-                                  on_done, self.sig_message.emit)
+                                  self._current(on_done), self._failed)
 
     def read_plot_data(self, run_ids: list[int], metrics: list[str] | None = None,
                        cancelled: Callable[[], bool] = lambda: False) -> list[RunData]:
@@ -165,7 +205,7 @@ class AppServices(QObject):
 
     def runs(self, run_ids: list[int]) -> list[RunSummary]:
         """Summaries of a few runs, in the order asked (for details and compare)."""
-        found = {r.id: r for r in self.store.runs(run_ids)}
+        found = {r.id: r for r in self._with_live(self.store.runs(run_ids))}
         return [found[i] for i in run_ids if i in found]
 
     # ---- Edits (each one short transaction; views refresh on sig_runs_changed)
@@ -200,6 +240,57 @@ class AppServices(QObject):
     def _edit(self, change: Callable[[], None]) -> None:
         change()
         self.sig_runs_changed.emit()
+
+    # ---- Live status and the database in use
+
+    def _with_live(self, runs: list[RunSummary]) -> list[RunSummary]:
+        """Runs with the status to show now; a refresh is due when a running one goes quiet."""
+        soonest = live_status.apply(runs, datetime.now(UTC), self.stale_after_s)
+        if soonest is not None and QThread.currentThread() is self.thread():
+            if not self._stale.isActive() or self._stale.remainingTime() > soonest * 1000:
+                self._stale.start(max(0, int(soonest * 1000)) + 50)
+        return runs
+
+    @property
+    def remote(self) -> bool:
+        """The database is a server (a team tracker), which a network can take away."""
+        return not self.store.url.startswith("sqlite")
+
+    def switch_store(self, store: Store, label: str) -> bool:
+        """Work on ``store`` from now on (the caller keeps and closes the other); not mid-ingest."""
+        if self.ingesting:
+            self.sig_message.emit("An ingest is running; switch databases when it has finished")
+            return False
+        self.store = store
+        self._generation += 1
+        self.selected = []
+        self.sig_database_changed.emit(label)
+        self.sig_selection_changed.emit([])
+        self.sig_runs_changed.emit()
+        return True
+
+    def check_connection(self) -> None:
+        """Ask the server whether it still answers; ``sig_connection_lost`` when it does not."""
+        if self._probing:
+            return
+        self._probing = True
+
+        def failed(message: str) -> None:
+            self._probing = False
+            self.sig_connection_lost.emit(message)
+
+        self.workers.start(lambda _w: self.store.run_count(),
+                           lambda _count: setattr(self, "_probing", False), failed)
+
+    def _current(self, on_done: Callable[[Any], None]) -> Callable[[Any], None]:
+        """``on_done``, unless the database changed while the answer was being read."""
+        generation = self._generation
+        return lambda value: on_done(value) if generation == self._generation else None
+
+    def _failed(self, message: str) -> None:
+        self.sig_message.emit(message)
+        if self.remote:
+            self.check_connection()
 
     def shutdown(self) -> None:
         """Stop background work (an ingest stops between files) and close the database."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from core.shape import RunShape
 from desktop.presenters import formatting as fmt
+from desktop.presenters import live_status
 from tracker.db.runs import RunSummary
 
 # Memory metrics in the order the peak column prefers them (allocated is what the fit uses).
@@ -75,6 +76,8 @@ def _gpus_text(run: RunSummary) -> str:
 
 COLUMNS: tuple[Column, ...] = (
     Column("name", "Name", lambda r: r.name),
+    Column("status", "Status", lambda r: r.status, live_status.cell,
+           tip="running, finished, crashed, or crashed? when the log stopped growing"),
     Column("model", "Model", lambda r: model_label(r.shape)),
     Column("method", "Method", lambda r: r.shape.method),
     Column("gpus", "GPUs", _gpus, tip="GPUs the run used (and their model)", label=_gpus_text),
@@ -107,7 +110,8 @@ class RunRow:
 def make_row(run: RunSummary) -> RunRow:
     keys = tuple(column.value(run) for column in COLUMNS)
     texts = tuple(column.cell(run, key) for column, key in zip(COLUMNS, keys, strict=True))
-    words = (run.name, run.format, run.source_path, run.notes, *texts[1:4], *run.tags)
+    described = (texts[COLUMN_INDEX[key]] for key in ("model", "method", "gpus"))
+    words = (run.name, run.format, run.source_path, run.notes, *described, *run.tags)
     return RunRow(run, keys, texts, " ".join(w for w in words if w).lower())
 
 

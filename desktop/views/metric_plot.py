@@ -38,6 +38,7 @@ class MetricPlot:
         self.plot = plot
         self.panel: Panel | None = None
         self.items: list[pg.PlotDataItem] = []  # the followed curve of each run, for the legend
+        self._drawn: dict[tuple, _CurveItems] = {}  # each curve's items, to extend in place
         plot.setDownsampling(auto=True, mode="peak")
         plot.setClipToView(True)
         plot.showGrid(x=True, y=True, alpha=0.15)
@@ -55,9 +56,9 @@ class MetricPlot:
     def draw(self, panel: Panel, log_y: bool, label_resumes: bool = True) -> None:
         """Replace what is drawn with ``panel``'s curves, NaN marks and resume lines."""
         self.plot.clear()
-        self.panel, self.items = panel, []
+        self.panel, self.items, self._drawn = panel, [], {}
         self.plot.setTitle(panel.title, size="9pt", color="#323f4b")
-        width = 1.0 if any(len(c.x) > LONG_CURVE for c in panel.curves) else 1.6
+        width = _width(panel)
         for curve in panel.curves:
             self._add_curve(curve, width)
         for x, colour in panel.resumes:
@@ -65,6 +66,22 @@ class MetricPlot:
         self.plot.addItem(self.cursor, ignoreBounds=True)
         self.plot.setLogMode(x=False, y=log_y)
         self.hide_hover()
+
+    def extend(self, panel: Panel, run_ids: set[int]) -> bool:
+        """Give the drawn curves of ``run_ids`` their points from ``panel`` in place.
+
+        For a live run's new points: nothing is removed or re-added and the view
+        keeps its zoom. False (nothing done) when more than points changed, such
+        as the curves, their names, resume lines or marks: then :meth:`draw`.
+        """
+        drawn = self.panel
+        if drawn is None or _outline(panel) != _outline(drawn) or panel.resumes != drawn.resumes:
+            return False
+        for curve in panel.curves:
+            if curve.run_id in run_ids:
+                self._drawn[_key(curve)].set_data(curve, self.plot)
+        self.panel = panel
+        return True
 
     def show_hover(self, x: float, x_label: str) -> None:
         """Move the cursor to ``x`` and list every run's value there."""
@@ -92,6 +109,7 @@ class MetricPlot:
         if curve.overlay:
             self._add_overlay(curve, colour, width)
             return
+        raw = None
         if curve.smooth is not None:
             faint = QColor(colour)
             faint.setAlpha(RAW_ALPHA)
@@ -100,10 +118,8 @@ class MetricPlot:
         main = _line(curve.x, curve.shown, pen=pg.mkPen(colour, width=width), name=curve.label)
         self.plot.addItem(main)
         self.items.append(main)
-        if len(curve.bad_x):
-            marks = pg.PlotDataItem(curve.bad_x, curve.bad_y, pen=None, symbol="x", symbolSize=10,
-                                    symbolPen=pg.mkPen(NAN_COLOUR, width=2), symbolBrush=None)
-            self.plot.addItem(marks)
+        items = self._drawn[_key(curve)] = _CurveItems(main, raw)
+        items.set_marks(curve, self.plot)
 
     def _add_overlay(self, curve: Curve, colour: QColor, width: float) -> None:
         few = len(curve.x) <= MAX_SYMBOLS
@@ -112,6 +128,7 @@ class MetricPlot:
             symbol="o" if few else None, symbolSize=5, symbolBrush=colour, symbolPen=None,
         )
         self.plot.addItem(item)
+        self._drawn[_key(curve)] = _CurveItems(item)
 
     def _add_resume(self, x: float, colour: str, label: bool) -> None:
         line = pg.InfiniteLine(
@@ -130,6 +147,45 @@ class CompactAxis(pg.AxisItem):
         if max((abs(v * scale) for v in values), default=0) < 10_000:
             return super().tickStrings(values, scale, spacing)
         return [fmt.compact(v * scale) for v in values]
+
+
+class _CurveItems:
+    """One curve's items: its line, the raw line behind a smoothed one, and NaN marks."""
+
+    def __init__(self, main: pg.PlotDataItem, raw: pg.PlotDataItem | None = None) -> None:
+        self.main, self.raw = main, raw
+        self.marks: pg.PlotDataItem | None = None
+
+    def set_data(self, curve: Curve, plot: pg.PlotItem) -> None:
+        self.main.setData(curve.x, curve.y if curve.overlay else curve.shown)
+        if self.raw is not None:
+            self.raw.setData(curve.x, curve.y)
+        if not curve.overlay:
+            self.set_marks(curve, plot)
+
+    def set_marks(self, curve: Curve, plot: pg.PlotItem) -> None:
+        """A red x at each NaN/Inf point (the item is added when the first one appears)."""
+        if self.marks is not None:
+            self.marks.setData(curve.bad_x, curve.bad_y)
+        elif len(curve.bad_x):
+            self.marks = pg.PlotDataItem(curve.bad_x, curve.bad_y, pen=None, symbol="x",
+                                         symbolSize=10, symbolPen=pg.mkPen(NAN_COLOUR, width=2),
+                                         symbolBrush=None)
+            plot.addItem(self.marks)
+
+
+def _key(curve: Curve) -> tuple:
+    return curve.run_id, curve.metric, curve.overlay
+
+
+def _width(panel: Panel) -> float:
+    return 1.0 if any(len(c.x) > LONG_CURVE for c in panel.curves) else 1.6
+
+
+def _outline(panel: Panel) -> tuple:
+    """What a panel draws apart from the points: extending in place needs it unchanged."""
+    return (panel.title, _width(panel),
+            [(*_key(c), c.label, c.colour, c.smooth is None) for c in panel.curves])
 
 
 def _line(x, y, **options) -> pg.PlotDataItem:

@@ -251,10 +251,28 @@ class PlotsPanel(QWidget):
         self.rebuild()
 
     def add_data(self, runs: list[RunData]) -> None:
-        """Take loaded series of selected runs into the cache and redraw."""
+        """Take loaded series of selected runs into the cache and redraw (in place if they grew)."""
         selected = set(self._services.selected)
-        self._data.update({run.run_id: run for run in runs if run.run_id in selected})
-        self.rebuild()
+        fresh = {run.run_id: run for run in runs if run.run_id in selected}
+        grown = set(fresh) & set(self._data)
+        self._data.update(fresh)
+        if not (fresh and grown == set(fresh) and self._extend(grown)):
+            self.rebuild()
+
+    def _extend(self, run_ids: set[int]) -> bool:
+        """Give the drawn curves of ``run_ids`` their new points, when nothing else changed."""
+        runs, metrics = self._shown_runs(), self.metrics()
+        if self.spec is None or not runs or not metrics:
+            return False
+        spec = plot_data.build(runs, metrics, self.axis, self.smoothing)
+        if (not self._same_layout(spec)
+                or (spec.x_label, spec.notes) != (self.spec.x_label, self.spec.notes)):
+            return False
+        if not all(plot.extend(panel, run_ids)
+                   for panel, plot in zip(spec.panels, self.panels, strict=True)):
+            return False  # rebuild() draws every panel again
+        self.spec = spec
+        return True
 
     def _on_runs_changed(self) -> None:
         """Reload the selected runs whose series or names changed (a log grew, a rename)."""
