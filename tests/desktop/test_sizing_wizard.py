@@ -241,3 +241,20 @@ def test_the_toolbar_opens_the_wizard(qtbot, window):
     action.trigger()
     qtbot.addWidget(window.wizard)
     assert window.wizard.isVisible() and window.wizard.currentPage() is window.wizard.model_page
+
+
+def test_recommend_charts_the_best_plan_on_each_gpu(qtbot, wizard):
+    _choose(wizard.model_page.preset_combo, "llama-3.1-70b")
+    wizard.model_page.preset_combo.activated.emit(wizard.model_page.preset_combo.currentIndex())
+    _next(qtbot, wizard)
+    _next(qtbot, wizard)
+    wizard.hardware_page.recommend.setChecked(True)
+    assert not wizard.hardware_page.table.isEnabled()
+    _next(qtbot, wizard)
+    result = wizard.result_page
+    qtbot.waitUntil(lambda: not result.planning and bool(result.bars), timeout=30_000)
+    expected = plan(preset("llama-3.1-70b"), Setup(), list(catalog().values()), 8)
+    assert result.plans[0].layout == expected[0].layout
+    first = result.bars[0]
+    assert first.label == f"{expected[0].gpu}\n{expected[0].layout}" and first.fits
+    assert len({b.check.gpu.name for b in result.bars}) == len(result.bars)
