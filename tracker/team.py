@@ -1,4 +1,4 @@
-"""Copy runs between two stores: publish local runs to a team tracker, or take them offline.
+"""The team tracker: try and open its database, publish local runs to it, take runs offline.
 
 The copy is idempotent because a run's ``content_key`` (hash of its source
 content) is unique in every store: a run already in the target is skipped, and
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import insert, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, insert, select
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
+from tracker.db.engine import SchemaError, make_engine, normalize_url, schema_state
 from tracker.db.schema import (
     CheckpointRow,
     EventRow,
@@ -28,6 +29,48 @@ from tracker.store import Store
 
 # Tables hanging off a run, copied row by row with the new run id.
 _CHILDREN = (EventRow, CheckpointRow, RunTag, SourceFile, FindingRow)
+
+
+class TeamError(RuntimeError):
+    """The team database cannot be reached or used; the message says why in one line."""
+
+
+def probe(url: str) -> str:
+    """Try a database without changing it: what opening it would find, in words.
+
+    Raises TeamError when the server cannot be reached or refuses the login, and
+    SchemaError when a newer Headroom wrote the schema.
+    """
+    engine = make_engine(normalize_url(url))
+    try:
+        state = schema_state(engine)
+        if state == "newer":
+            raise SchemaError("the database schema is newer than this Headroom understands; "
+                              "upgrade Headroom to open it")
+        if state == "empty":
+            return "Connected. The database is empty: Headroom creates its tables when you connect."
+        with engine.connect() as conn:
+            runs = conn.execute(select(func.count(Run.id))).scalar_one()
+        upgraded = " (its tables are upgraded when you connect)" if state == "older" else ""
+        return f"Connected. {runs:,} run{'s' * (runs != 1)} in the team database{upgraded}."
+    except DBAPIError as err:
+        raise TeamError(reason(err)) from None
+    finally:
+        engine.dispose()
+
+
+def open_store(url: str) -> Store:
+    """The team database, its tables created or upgraded; TeamError or SchemaError when not."""
+    try:
+        return Store(url)
+    except DBAPIError as err:
+        raise TeamError(reason(err)) from None
+
+
+def reason(err: DBAPIError) -> str:
+    """The driver's first line (``connection failed: … password authentication failed …``)."""
+    text = str(err.orig).strip() if err.orig is not None else ""
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 @dataclass

@@ -13,6 +13,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+CONNECT_TIMEOUT_S = 10
 
 
 class SchemaError(RuntimeError):
@@ -60,7 +61,9 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    # A server that does not answer fails in seconds, not after the system's TCP timeout.
+    connect_args = {"connect_timeout": CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -88,6 +91,19 @@ def current_revision(engine: Engine) -> str | None:
         return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
+def schema_state(engine: Engine) -> str:
+    """"empty", "current", "older" (upgraded on open) or "newer" (written by a newer Headroom)."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic_config(engine))
+    current = current_revision(engine)
+    if current is None:
+        return "empty"
+    if current == script.get_current_head():
+        return "current"
+    return "older" if current in {rev.revision for rev in script.walk_revisions()} else "newer"
+
+
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest revision this code knows.
 
@@ -95,16 +111,13 @@ def upgrade(engine: Engine) -> None:
     rather than touching a schema it does not understand.
     """
     from alembic import command
-    from alembic.script import ScriptDirectory
 
-    config = _alembic_config(engine)
-    script = ScriptDirectory.from_config(config)
-    current = current_revision(engine)
-    if current == script.get_current_head():
+    state = schema_state(engine)
+    if state == "current":
         return
-    if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
+    if state == "newer":
         raise SchemaError(
-            f"the database schema ({current}) is newer than this Headroom understands; "
-            "upgrade Headroom to open it"
+            f"the database schema ({current_revision(engine)}) is newer than this Headroom "
+            "understands; upgrade Headroom to open it"
         )
-    command.upgrade(config, "head")
+    command.upgrade(_alembic_config(engine), "head")
