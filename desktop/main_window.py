@@ -26,9 +26,11 @@ from PySide6.QtWidgets import (
 from desktop import dialogs
 from desktop.actions import ACTIONS, MENUS
 from desktop.panels import PANELS
+from desktop.presenters.team_connection import database_label
 from desktop.services import AppServices
 from desktop.settings import Settings
 from desktop.views.runs_panel import RunsPanel
+from desktop.views.team_commands import TeamCommands
 from desktop.widgets.drop import local_paths
 from desktop.widgets.empty_state import EmptyState
 from tracker.readers import READERS
@@ -38,7 +40,8 @@ DOCK_AREAS = {"bottom": Qt.DockWidgetArea.BottomDockWidgetArea,
 LOG_FILTER = ("Training logs (*.json *.jsonl *.csv *.tsv *.log *.txt *.out *.yaml *.toml "
               "*tfevents* *.wandb);;All files (*)")
 DEFAULT_SIZE = QSize(1440, 900)
-NEED_SELECTION = ("rename", "tags", "notes", "delete", "size_like")
+NEED_SELECTION = ("rename", "tags", "notes", "delete", "size_like", "rediagnose",
+                  "rescan_checkpoints")
 NEED_RUNS = ("reload", "export_plots", "select_all", "find")
 
 
@@ -72,6 +75,7 @@ class MainWindow(QMainWindow):
         self._add_actions()
         self._add_status_bar()
         self._connect()
+        self.team = TeamCommands(self, services, settings, self.actions_)
         self._restore()
         self._on_runs_changed()
         self.runs_panel.reload()
@@ -136,7 +140,7 @@ class MainWindow(QMainWindow):
 
     def _add_status_bar(self) -> None:
         self.count_label = QLabel()
-        self.db_label = QLabel(f"Database: {self.services.store.display_url}")
+        self.db_label = QLabel(database_label(self.services.store.display_url))
         self.db_label.setStyleSheet("color: #616e7c;")
         self.statusBar().addPermanentWidget(self.db_label)
         self.statusBar().addPermanentWidget(self.count_label)
@@ -146,6 +150,8 @@ class MainWindow(QMainWindow):
         s.sig_runs_changed.connect(self._on_runs_changed)
         s.sig_selection_changed.connect(self._enable_actions)
         s.sig_ingest_started.connect(self._on_ingest_started)
+        s.sig_database_changed.connect(self.db_label.setText)
+        s.sig_sizing_requested.connect(self._open_wizard)
         s.sig_message.connect(lambda text: self.statusBar().showMessage(text, 10_000))
         self.empty.sig_open_files_requested.connect(self.open_files)
         self.empty.sig_open_folder_requested.connect(self.open_folder)
@@ -178,6 +184,7 @@ class MainWindow(QMainWindow):
             self.settings.set_layout(key, widget.saveState())
         self.settings.sync()
         self.services.shutdown()
+        self.team.close()
         super().closeEvent(event)
 
     # ---- Drops anywhere on the window
@@ -240,6 +247,18 @@ class MainWindow(QMainWindow):
     def watch_folder(self) -> None:
         self.panels["watch"].choose_folder()
 
+    def connect_team(self) -> None:
+        self.team.connect()
+
+    def use_local_database(self) -> None:
+        self.team.use_local()
+
+    def publish_runs(self) -> None:
+        self.team.publish()
+
+    def take_offline(self) -> None:
+        self.team.take_offline()
+
     def export_plots(self) -> None:
         self.tabs.setCurrentWidget(self.panels["plots"])
         self.panels["plots"].export_dialog()
@@ -292,6 +311,13 @@ class MainWindow(QMainWindow):
 
     def show_calibration(self) -> None:
         self.tabs.setCurrentWidget(self.panels["calibration"])
+
+    def rediagnose(self) -> None:
+        self.services.rediagnose(list(self.services.selected))
+
+    def rescan_checkpoints(self) -> None:
+        self.tabs.setCurrentWidget(self.panels["checkpoints"])
+        self.panels["checkpoints"].rescan()
 
     def about(self) -> None:
         dialogs.about(self, self.services.store.display_url)

@@ -15,8 +15,10 @@ from desktop.live_services import LiveServices
 from desktop.services import AppServices
 from desktop.settings import Settings
 from desktop.views.calibration_panel import CalibrationPanel
+from desktop.views.checkpoints_panel import CheckpointsPanel
 from desktop.views.compare_view import CompareView
 from desktop.views.details_panel import DetailsPanel
+from desktop.views.findings_panel import FindingsPanel
 from desktop.views.ingest_panel import IngestPanel
 from desktop.views.plots_panel import PlotsPanel
 from desktop.views.watch_panel import WatchPanel
@@ -36,8 +38,11 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("plots", "Plots", PlotsPanel, "tab"),
     PanelSpec("details", "Details", lambda services, _settings: DetailsPanel(services), "tab"),
     PanelSpec("compare", "Compare", lambda services, _settings: CompareView(services), "tab"),
+    PanelSpec("checkpoints", "Checkpoints",
+              lambda services, _settings: CheckpointsPanel(services), "tab"),
     PanelSpec("calibration", "Calibration",
               lambda services, _settings: CalibrationPanel(services), "tab"),
+    PanelSpec("findings", "Findings", lambda services, _settings: FindingsPanel(services), "left"),
     PanelSpec("ingest", "Ingest Report", lambda services, _settings: IngestPanel(services), "left"),
     PanelSpec("watch", "Watched Folders",
               lambda services, settings: WatchPanel(LiveServices(services, settings), settings),

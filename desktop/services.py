@@ -12,11 +12,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, QTimer, Signal
+from PySide6.QtCore import QMetaMethod, QObject, QThread, QTimer, Signal
 
+from core.diagnostics import Finding
+from core.retention import RetentionPlan
 from core.runlog import RunEvent
 from desktop.presenters import live_status
 from desktop.presenters.plot_data import RunData
+from desktop.presenters.plot_marks import Focus, checkpoint_marks, origin
 from desktop.workers import Worker, WorkerPool
 from tracker.db.runs import RunSummary, SourceStat
 from tracker.store import Store
@@ -47,6 +50,14 @@ class AppServices(QObject):
     """The app switched databases; the text says which (password hidden)."""
     sig_connection_lost = Signal(str)
     """The database server stopped answering (why, in one line); the local one still works."""
+    sig_checkpoints_changed = Signal(int)
+    """A run's checkpoints were rescanned or trashed, or the metric ranking them changed."""
+    sig_findings_changed = Signal(list)
+    """These runs were diagnosed again."""
+    sig_focus_requested = Signal(object)
+    """Show a finding on the plots: a :class:`Focus` (None: no finding is selected)."""
+    sig_sizing_requested = Signal(int)
+    """Open the sizing wizard with this run's shape filled in (the wizard connects here)."""
 
     def __init__(self, store: Store, parent: QObject | None = None,
                  refresh_ms: int = REFRESH_MS) -> None:
@@ -64,6 +75,7 @@ class AppServices(QObject):
         self._stale.timeout.connect(self.sig_runs_changed)
         self._refresh = QTimer(self, singleShot=True, interval=refresh_ms)
         self._refresh.timeout.connect(self.sig_runs_changed)
+        self._rankings: dict[int, tuple[str | None, str | None]] = {}
 
     # ---- Runs
 
@@ -188,8 +200,17 @@ class AppServices(QObject):
             series = {n: self.store.series(run_id, n) for n in names}
             resumes = [e.step for e in self.store.events(run_id, ["resume"]) if e.step is not None]
             out.append(RunData(run_id, run.name, series, resumes, _tokens_per_step(run),
-                               series_version(run)))
+                               series_version(run), **self._annotations(run_id)))
         return out
+
+    def _annotations(self, run_id: int) -> dict[str, Any]:
+        """What the plots mark on a run: its checkpoints, findings and the run it resumed."""
+        report = self.checkpoints(run_id)
+        parent = report.origin.parent_run if report.origin else None
+        names = {r.id: r.name for r in self.store.runs([parent])} if parent else {}
+        return {"checkpoints": checkpoint_marks(report.checkpoints, report.best, report.latest),
+                "findings": self.store.findings(run_id),
+                "origin": origin(report.origin, names.get(parent))}
 
     def config(self, run_id: int) -> dict[str, Any]:
         return self.store.config(run_id)
@@ -240,6 +261,94 @@ class AppServices(QObject):
     def _edit(self, change: Callable[[], None]) -> None:
         change()
         self.sig_runs_changed.emit()
+
+    # ---- Checkpoints (the answers come from stored rows; only a rescan reads the disk)
+
+    def checkpoints(self, run_id: int, from_best: bool = False):
+        """The run's checkpoint report (best, latest, resume point) under its chosen ranking."""
+        from tracker.checkpoints import manager
+
+        return manager.report(self.store, run_id, *self.ranking(run_id), from_best=from_best)
+
+    def load_checkpoints(self, run_id: int, on_done: Callable[[Any], None],
+                         from_best: bool = False) -> Worker:
+        """:meth:`checkpoints` in the background."""
+        return self.workers.start(lambda _w: self.checkpoints(run_id, from_best), on_done,
+                                  self.sig_message.emit)
+
+    def ranking(self, run_id: int) -> tuple[str | None, str | None]:
+        """The metric and mode the user ranks this run's checkpoints by (None: the default)."""
+        return self._rankings.get(run_id, (None, None))
+
+    def set_ranking(self, run_id: int, metric: str | None, mode: str | None) -> None:
+        self._rankings[run_id] = (metric, mode)
+        self.sig_checkpoints_changed.emit(run_id)
+
+    def rescan_checkpoints(self, run_id: int) -> Worker:
+        """Look at the run's folder again, in the background (inspecting files takes a while)."""
+        from tracker.checkpoints import manager
+
+        def done(_found) -> None:
+            self.sig_message.emit("Checkpoints rescanned")
+            self.sig_checkpoints_changed.emit(run_id)
+
+        return self.workers.start(lambda _w: manager.rescan(self.store, run_id), done,
+                                  self.sig_message.emit)
+
+    def plan_retention(self, run_id: int, keep_best: int, keep_latest: int) -> RetentionPlan:
+        """What keeping the best k and the latest n would delete (raises RetentionError)."""
+        from tracker.checkpoints import manager
+
+        return manager.plan_retention(self.store, run_id, keep_best, keep_latest,
+                                      *self.ranking(run_id))[1]
+
+    def trash_checkpoints(self, run_id: int, plan: RetentionPlan,
+                          on_done: Callable[[Any], None]) -> Worker:
+        """Move what ``plan`` drops to the system trash: call only after the user confirmed."""
+        from tracker.checkpoints import manager
+
+        def done(result) -> None:
+            on_done(result)
+            self.sig_checkpoints_changed.emit(run_id)
+
+        return self.workers.start(
+            lambda _w: manager.delete(self.store, run_id, plan, confirmed=True), done,
+            self.sig_message.emit)
+
+    # ---- Diagnostics
+
+    def load_findings(self, run_ids: list[int],
+                      on_done: Callable[[dict[int, list[Finding]]], None]) -> Worker:
+        """The runs' stored findings, by run id in the order asked, in the background."""
+        return self.workers.start(lambda _w: {i: self.store.findings(i) for i in run_ids},
+                                  on_done, self.sig_message.emit)
+
+    def rediagnose(self, run_ids: list[int]) -> Worker:
+        """Run every diagnostic rule again on these runs (after an upgrade or a shape edit)."""
+        def done(found: dict[int, list[Finding]]) -> None:
+            count = sum(len(f) for f in found.values())
+            self.sig_message.emit(f"Diagnosed {len(found)} run{'s' * (len(found) != 1)}: "
+                                  f"{count} finding{'s' * (count != 1)}")
+            self.sig_findings_changed.emit(list(found))
+            self.sig_runs_changed.emit()
+
+        return self.workers.start(lambda _w: self.store.diagnose(run_ids), done,
+                                  self.sig_message.emit)
+
+    def focus(self, focus: Focus | None) -> None:
+        """Show a finding on the plots (zoomed to its steps), or none."""
+        self.sig_focus_requested.emit(focus)
+
+    def sizing_available(self) -> bool:
+        """Whether a sizing wizard listens to :attr:`sig_sizing_requested`."""
+        return self.isSignalConnected(QMetaMethod.fromSignal(self.sig_sizing_requested))
+
+    def request_sizing(self, run_id: int) -> bool:
+        """Ask the sizing wizard to open with this run's shape; False when no wizard listens."""
+        if not self.sizing_available():
+            return False
+        self.sig_sizing_requested.emit(run_id)
+        return True
 
     # ---- Live status and the database in use
 

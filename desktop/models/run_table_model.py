@@ -19,7 +19,15 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor
 
-from desktop.presenters.run_columns import COLUMNS, RunRow, make_row, matches, sort_rows
+from desktop.presenters.run_columns import (
+    COLUMN_INDEX,
+    COLUMNS,
+    RunRow,
+    make_row,
+    matches,
+    sort_rows,
+)
+from desktop.widgets.icons import severity_icon
 from tracker.db.runs import RunSummary
 
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -27,6 +35,7 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 _CRASHED = QColor("#c62828")
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+SEVERITY = COLUMN_INDEX["severity"]
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -85,6 +94,8 @@ class RunTableModel(QAbstractTableModel):
             return _RIGHT if COLUMNS[column].numeric else _LEFT
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(row, column)
+        if role == Qt.ItemDataRole.DecorationRole and column == SEVERITY:
+            return severity_icon(row.run.severity)
         if role == Qt.ItemDataRole.ForegroundRole and row.run.status == "crashed" and column == 0:
             return _CRASHED
         return None
@@ -97,6 +108,8 @@ class RunTableModel(QAbstractTableModel):
             return COLUMNS[section].title
         if role == Qt.ItemDataRole.ToolTipRole:
             return COLUMNS[section].tip or None
+        if role == Qt.ItemDataRole.DecorationRole and section == SEVERITY:
+            return severity_icon("warning")
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return _RIGHT if COLUMNS[section].numeric else _LEFT
         return None
@@ -125,6 +138,8 @@ class RunTableModel(QAbstractTableModel):
         run = row.run
         if COLUMNS[column].key == "model":
             return run.shape.model
+        if column == SEVERITY:
+            return f"Worst finding: {run.severity}" if run.severity else "No findings"
         if column == 0:
             lines = [run.name, run.source_path, f"status: {run.status}"]
             return "\n".join(lines + ([run.notes] if run.notes else []))

@@ -136,15 +136,15 @@ def metric_choices(checkpoints: list[Checkpoint]) -> list[str]:
     return sorted(names, key=lambda n: (n != "eval_loss", n == "loss", n))
 
 
-def ranking_text(report: Report) -> str:
-    """"best by eval_loss (lower is better)", with why that metric when it was not asked for."""
+def ranking_text(report: Report, chosen: bool = False) -> str:
+    """"best by eval_loss (lower is better)", and why that metric unless the user ``chosen`` it."""
     choice = report.choice
     if choice.metric is None:
         return choice.note
     text = f"best by {choice.metric}"
     if choice.mode:
         text += f" ({MODES[choice.mode]})"
-    if choice.note and choice.mode:
+    if choice.note and choice.mode and not chosen:
         text += f": {choice.note}"
     return text
 

@@ -15,9 +15,11 @@ from typing import TextIO
 
 import numpy as np
 
+from core.diagnostics import Finding
 from core.runlog import Series
 from core.smoothing import ema
 from desktop.presenters import formatting as fmt
+from desktop.presenters.plot_marks import Annotations, CheckpointMark, Origin, annotate
 from desktop.presenters.run_columns import MEMORY_METRICS
 
 X_AXES: dict[str, str] = {
@@ -87,6 +89,9 @@ class RunData:
     resumes: list[int] = field(default_factory=list)  # steps where the run was resumed
     tokens_per_step: float | None = None  # global batch x sequence length, when known
     version: tuple = ()  # changes when the log grows or the run is renamed
+    checkpoints: list[CheckpointMark] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    origin: Origin | None = None  # the checkpoint of another run this one resumed from
 
 
 @dataclass
@@ -116,6 +121,7 @@ class Panel:
     title: str
     curves: list[Curve] = field(default_factory=list)
     resumes: list[tuple[float, str]] = field(default_factory=list)  # (x, colour)
+    annotations: Annotations = field(default_factory=Annotations)  # checkpoints, findings
 
 
 @dataclass
@@ -179,6 +185,7 @@ def _add_run(panel: Panel, run: RunData, place: _RunAxis, colour_: str, metrics:
     if any(c.run_id == run.run_id for c in panel.curves):
         xs = place.x(np.asarray(run.resumes, dtype=np.int64), None)
         panel.resumes.extend((float(x), colour_) for x in xs if np.isfinite(x))
+        annotate(panel, run, colour_, lambda steps: place.x(steps, None))
 
 
 def _curve(run: RunData, metric: str, colour_: str, x: np.ndarray, y: np.ndarray,
@@ -277,6 +284,7 @@ def _scale_time(spec: PlotSpec) -> None:
         for c in panel.curves:
             c.x, c.bad_x = c.x / seconds, c.bad_x / seconds
         panel.resumes = [(x / seconds, col) for x, col in panel.resumes]
+        panel.annotations.scale(seconds)
 
 
 def nearest(x: np.ndarray, at: float) -> int | None:

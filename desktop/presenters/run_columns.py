@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from core.diagnostics import severity_rank
 from core.shape import RunShape
 from desktop.presenters import formatting as fmt
 from desktop.presenters import live_status
@@ -74,10 +75,17 @@ def _gpus_text(run: RunSummary) -> str:
     return f"{n} × {gpu}" if gpu else str(n)
 
 
+def _severity(run: RunSummary) -> int | None:
+    """Sorts the worst findings first when descending; runs without findings go last."""
+    return None if run.severity is None else severity_rank(run.severity)
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("name", "Name", lambda r: r.name),
     Column("status", "Status", lambda r: r.status, live_status.cell,
            tip="running, finished, crashed, or crashed? when the log stopped growing"),
+    Column("severity", "", _severity, lambda _v: "",
+           tip="The worst diagnostic finding: critical, warning or info (none: nothing found)"),
     Column("model", "Model", lambda r: model_label(r.shape)),
     Column("method", "Method", lambda r: r.shape.method),
     Column("gpus", "GPUs", _gpus, tip="GPUs the run used (and their model)", label=_gpus_text),
@@ -111,7 +119,8 @@ def make_row(run: RunSummary) -> RunRow:
     keys = tuple(column.value(run) for column in COLUMNS)
     texts = tuple(column.cell(run, key) for column, key in zip(COLUMNS, keys, strict=True))
     described = (texts[COLUMN_INDEX[key]] for key in ("model", "method", "gpus"))
-    words = (run.name, run.format, run.source_path, run.notes, *described, *run.tags)
+    words = (run.name, run.format, run.source_path, run.notes, run.severity, *described,
+             *run.tags)
     return RunRow(run, keys, texts, " ".join(w for w in words if w).lower())
 
 

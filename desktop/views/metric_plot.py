@@ -16,6 +16,7 @@ from PySide6.QtGui import QColor
 
 from desktop.presenters import formatting as fmt
 from desktop.presenters.plot_data import Curve, Panel, nearest
+from desktop.views.plot_overlays import PlotOverlays
 
 AXIS_WIDTH = 62  # the same for every panel, so stacked plots line up
 RAW_ALPHA = 70
@@ -49,6 +50,7 @@ class MetricPlot:
                                    border=pg.mkPen("#cbd2d9"))
         self.readout.setParentItem(plot.vb)
         self.readout.setPos(6, 4)
+        self.overlays = PlotOverlays(plot)  # checkpoints, findings, lineage
         self.hide_hover()
 
     # ---- Public API
@@ -63,6 +65,7 @@ class MetricPlot:
             self._add_curve(curve, width)
         for x, colour in panel.resumes:
             self._add_resume(x, colour, label_resumes)
+        self.overlays.draw(panel.annotations, label_resumes)
         self.plot.addItem(self.cursor, ignoreBounds=True)
         self.plot.setLogMode(x=False, y=log_y)
         self.hide_hover()
@@ -75,7 +78,8 @@ class MetricPlot:
         as the curves, their names, resume lines or marks: then :meth:`draw`.
         """
         drawn = self.panel
-        if drawn is None or _outline(panel) != _outline(drawn) or panel.resumes != drawn.resumes:
+        if (drawn is None or _outline(panel) != _outline(drawn) or panel.resumes != drawn.resumes
+                or panel.annotations != drawn.annotations):
             return False
         for curve in panel.curves:
             if curve.run_id in run_ids:

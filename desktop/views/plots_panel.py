@@ -29,9 +29,10 @@ from PySide6.QtWidgets import (
 from core.smoothing import MAX_WEIGHT
 from desktop.presenters import plot_data
 from desktop.presenters.plot_data import X_AXES, PlotSpec, RunData
+from desktop.presenters.plot_marks import Focus
 from desktop.services import AppServices, series_version
 from desktop.settings import Settings
-from desktop.views import scene_export
+from desktop.views import plot_focus, scene_export
 from desktop.views.metric_plot import CompactAxis, MetricPlot
 
 MIN_PANEL_HEIGHT = 110
@@ -61,6 +62,8 @@ class PlotsPanel(QWidget):
         self._drawn_axis = ""
         self.spec: PlotSpec | None = None
         self.panels: list[MetricPlot] = []
+        self._focus: Focus | None = None  # the finding selected in the findings list
+        self._zoom_pending = False  # zoom to it once its run is drawn
         self._redraw = QTimer(self, singleShot=True, interval=120)
         self._redraw.timeout.connect(self.rebuild)
         self._make_toolbar()
@@ -68,6 +71,9 @@ class PlotsPanel(QWidget):
         self._layout()
         services.sig_selection_changed.connect(self._on_selection)
         services.sig_runs_changed.connect(self._on_runs_changed)
+        services.sig_checkpoints_changed.connect(lambda run_id: self._reload([run_id]))
+        services.sig_findings_changed.connect(self._reload)
+        services.sig_focus_requested.connect(self.focus)
 
     # ---- Building the widget
 
@@ -184,6 +190,25 @@ class PlotsPanel(QWidget):
         self.notes.setText("Not shown — " + "; ".join(spec.notes) if spec.notes else "")
         self.notes.setVisible(bool(spec.notes))
         self.stack.setCurrentWidget(self.scroll)
+        self._show_focus(spec)
+
+    def focus(self, focus: Focus | None) -> None:
+        """Highlight a finding and zoom to its steps (adding its metric's panel if hidden)."""
+        if focus is None and self._focus is not None:
+            plot_focus.unzoom(self.panels)
+        self._focus, self._zoom_pending = focus, focus is not None
+        available = {m for run in self._shown_runs() for m in run.series}
+        shown = self.metrics()
+        if focus is not None and focus.metric in available and focus.metric not in shown:
+            self.set_metrics(shown + [focus.metric])  # redraws, and zooms when drawn
+        elif self.spec is not None:
+            self._show_focus(self.spec)
+
+    def _show_focus(self, spec: PlotSpec) -> None:
+        plot_focus.highlight(self.panels, self._focus)
+        if self._zoom_pending and self._focus is not None:
+            self._zoom_pending = not plot_focus.zoom(self.panels, spec, self._focus,
+                                                     self.log_check.isChecked())
 
     def _same_layout(self, spec: PlotSpec) -> bool:
         return (len(self.panels) == len(spec.panels)
@@ -273,6 +298,12 @@ class PlotsPanel(QWidget):
             return False  # rebuild() draws every panel again
         self.spec = spec
         return True
+
+    def _reload(self, run_ids: list[int]) -> None:
+        """Load again the shown runs among ``run_ids`` (their checkpoints or findings changed)."""
+        shown = [i for i in run_ids if i in self._data]
+        if shown:
+            self._services.load_plot_data(shown, None, self.add_data)
 
     def _on_runs_changed(self) -> None:
         """Reload the selected runs whose series or names changed (a log grew, a rename)."""

@@ -89,7 +89,8 @@ class RetentionDialog(QDialog):
         form = QFormLayout()
         form.addRow("Keep the best", self.keep_best)
         form.addRow("Keep the latest", self.keep_latest)
-        ranking = QLabel(f"{present.ranking_text(report).capitalize()}. {ALWAYS_KEPT}",
+        ranking = QLabel(f"{present.ranking_text(report, chosen=True).capitalize()}. "
+                         f"{ALWAYS_KEPT}",
                          wordWrap=True)
         ranking.setStyleSheet("color: #616e7c;")
         layout = QVBoxLayout(self)

@@ -29,8 +29,8 @@ from tracker.db.runs import RunSummary
 
 ALL = "All"
 # Widths that fit typical content without a resize pass over thousands of rows.
-WIDTHS = {"name": 190, "model": 110, "method": 56, "gpus": 136, "steps": 60, "format": 110,
-          "started": 118, "tags": 120}
+WIDTHS = {"name": 190, "severity": 30, "model": 110, "method": 56, "gpus": 136, "steps": 60,
+          "format": 110, "started": 118, "tags": 120}
 
 
 class RunsPanel(QWidget):
@@ -55,6 +55,7 @@ class RunsPanel(QWidget):
         services.sig_runs_changed.connect(self.reload)
         services.sig_ingest_finished.connect(self._on_ingested)
         self._select_after_load: list[int] = []
+        self._loads = 0  # reloads asked for: only the newest one's answer is shown
 
     def _make_table(self) -> QTableView:
         table = QTableView(self)
@@ -96,8 +97,14 @@ class RunsPanel(QWidget):
     # ---- Public API
 
     def reload(self) -> None:
-        """Read the runs again (in the background) and show them, keeping the selection."""
-        self._services.load_runs(self._on_loaded)
+        """Read the runs again (in the background) and show them, keeping the selection.
+
+        Loads run in parallel and may finish out of order: an older answer is dropped.
+        """
+        self._loads += 1
+        load = self._loads
+        self._services.load_runs(lambda runs: self._on_loaded(runs) if load == self._loads
+                                 else None)
 
     def selected_runs(self) -> list[RunSummary]:
         return [self.model.run(self.proxy.mapToSource(i).row())
@@ -195,6 +202,9 @@ class RunsPanel(QWidget):
         menu.addAction("Rename…", self.rename_current)
         menu.addAction("Edit tags…", self.edit_tags)
         menu.addAction("Notes…", self.edit_notes)
+        menu.addSeparator()
+        menu.addAction("Re-run diagnostics", lambda: self._services.rediagnose(
+            [r.id for r in self.selected_runs()]))
         menu.addSeparator()
         menu.addAction("Delete from database…", self.delete_selected)
         menu.exec(self.table.viewport().mapToGlobal(pos))

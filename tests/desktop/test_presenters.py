@@ -152,9 +152,9 @@ def test_columns_read_summaries_without_points():
         "tokens_per_s": _info("tokens_per_s", last=47123.4)})
     row = run_columns.make_row(run)
     texts = dict(zip((c.key for c in run_columns.COLUMNS), row.texts, strict=True))
-    assert texts == {"name": "run1", "status": "finished", "format": "hf_trainer",
-                     "model": "Llama-3.1-8B",
-                     "method": "full", "gpus": "8 × H100", "steps": "5,000", "last_loss": "1.5",
+    assert texts == {"name": "run1", "status": "finished", "severity": "", "format": "hf_trainer",
+                     "model": "Llama-3.1-8B", "method": "full", "gpus": "8 × H100",
+                     "steps": "5,000", "last_loss": "1.5",
                      "min_loss": "1.2", "best_eval": "1.4", "peak_mem": "66.1",
                      "tokens_per_s": "47,123", "started": "", "tags": "a, b"}
     assert run_columns.matches(row, "llama h100") and not run_columns.matches(row, "llama a100")
