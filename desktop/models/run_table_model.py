@@ -8,6 +8,7 @@ header instant for thousands of runs; the proxy only filters.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from PySide6.QtCore import (
@@ -19,6 +20,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor
 
+from desktop.presenters import live_status
 from desktop.presenters.run_columns import (
     COLUMN_INDEX,
     COLUMNS,
@@ -36,6 +38,8 @@ _CRASHED = QColor("#c62828")
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
 SEVERITY = COLUMN_INDEX["severity"]
+STATUS = COLUMN_INDEX["status"]
+_STATUS_COLOURS = {status: QColor(colour) for status, colour in live_status.COLOURS.items()}
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -98,6 +102,8 @@ class RunTableModel(QAbstractTableModel):
             return severity_icon(row.run.severity)
         if role == Qt.ItemDataRole.ForegroundRole and row.run.status == "crashed" and column == 0:
             return _CRASHED
+        if role == Qt.ItemDataRole.ForegroundRole and column == STATUS:
+            return _STATUS_COLOURS.get(row.run.status)
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation,
@@ -138,6 +144,8 @@ class RunTableModel(QAbstractTableModel):
         run = row.run
         if COLUMNS[column].key == "model":
             return run.shape.model
+        if column == STATUS:
+            return live_status.tooltip(run, datetime.now(UTC))
         if column == SEVERITY:
             return f"Worst finding: {run.severity}" if run.severity else "No findings"
         if column == 0:

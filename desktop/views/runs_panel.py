@@ -29,8 +29,8 @@ from tracker.db.runs import RunSummary
 
 ALL = "All"
 # Widths that fit typical content without a resize pass over thousands of rows.
-WIDTHS = {"name": 190, "severity": 30, "model": 110, "method": 56, "gpus": 136, "steps": 60,
-          "format": 110, "started": 118, "tags": 120}
+WIDTHS = {"name": 190, "status": 70, "severity": 30, "model": 110, "method": 56, "gpus": 136,
+          "steps": 60, "format": 110, "started": 118, "tags": 120}
 
 
 class RunsPanel(QWidget):

@@ -6,9 +6,11 @@ import json
 import shutil
 
 import pytest
+from PySide6.QtCore import Qt
 
 from desktop.live_services import LiveServices
 from desktop.models.run_table_model import RunTableModel
+from desktop.presenters import live_status
 from desktop.presenters.run_columns import COLUMN_INDEX
 from desktop.views import watch_panel
 from desktop.views.plots_panel import PlotsPanel
@@ -140,6 +142,10 @@ def test_a_run_whose_log_stops_growing_turns_crashed(qtbot, services, tmp_path):
     qtbot.waitUntil(lambda: statuses() == {"quiet": "running", "done": "finished"})
     qtbot.waitUntil(lambda: statuses() == {"quiet": "crashed?", "done": "finished"},
                     timeout=10_000)  # no new ingest: the services' clock turned it
+    quiet = model.index(model.row_of(run_named(services, "quiet").id), COLUMN_INDEX["status"])
+    assert quiet.data(Qt.ItemDataRole.ForegroundRole).name() == live_status.COLOURS["crashed?"]
+    assert "stopped growing" in quiet.data(Qt.ItemDataRole.ToolTipRole)
+    assert "last new points" in quiet.data(Qt.ItemDataRole.ToolTipRole)
 
 
 def test_watch_folder_command_shows_the_panel_and_remembers_the_folder(
