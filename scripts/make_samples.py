@@ -184,7 +184,7 @@ def qlora_8b() -> Iterator[dict]:
 def simulate(job: Job, spike_at: int | None = None, resume_at: int | None = None,
              checkpoint_every: int | None = None,
              overflow_at: tuple[int, ...] = ()) -> Iterator[dict]:
-    """The header line, then one line per logged step (plus checkpoint and event lines)."""
+    """The header line, one line per logged step (plus checkpoint and event lines), the summary."""
     rng = np.random.default_rng(job.seed)
     yield {"headroom": 1, "run": {"name": job.name, "started": job.started.isoformat(),
                                   "shape": job.shape, "config": job.config}}
@@ -208,6 +208,10 @@ def simulate(job: Job, spike_at: int | None = None, resume_at: int | None = None
         if checkpoint_every and step % checkpoint_every == 0:
             yield {"step": step, "checkpoint": {"path": f"checkpoint/step-{step}",
                                                 "metrics": {"loss": row["loss"]}}}
+    # A recorder's run that ended normally closes with its summary record.
+    yield {"step": job.steps, "wall_time": round(clock + 40, 3),
+           "summary": {"train_runtime": round(clock + 40 - job.started.timestamp(), 1),
+                       "steps": job.steps}}
 
 
 def _step_row(job: Job, step: int, rng: np.random.Generator, clock: float,

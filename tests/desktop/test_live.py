@@ -160,3 +160,10 @@ def test_watch_folder_command_shows_the_panel_and_remembers_the_folder(
     panel.list.topLevelItem(0).setSelected(True)
     panel.remove_button.click()
     assert settings.watched_folders == [] and panel.list.topLevelItemCount() == 0
+
+
+def test_the_sample_runs_read_as_ended_not_running(qtbot, services):
+    report = ingest_and_wait(qtbot, services, services.sample_paths())
+    runs = services.runs([r.run_id for r in report.results])
+    assert len(runs) == 5 and not [r.name for r in runs if r.status in ("running", "crashed?")]
+    assert {r.status for r in runs if r.format == "headroom_jsonl"} == {"finished"}
