@@ -1,8 +1,9 @@
 """The checkpoints table: a Qt model over one run's checkpoint rows.
 
-Columns: step, badges (best / latest / resume), when written, size, one
+Columns, the most telling first: step, badges (best / latest / resume), one
 completeness icon per part (model, optimizer, scheduler, RNG, scaler, trainer
-state), status, training loss, the ranking metric, and the checkpoint's name.
+state), status, training loss, the ranking metric, size, when written, and the
+checkpoint's name.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from desktop.presenters.checkpoint_rows import PART_NAMES, CheckpointRow
 from desktop.widgets.badges import BADGES_ROLE
 from desktop.widgets.icons import part_icon
 
-FIXED = ("step", "badges", "written", "size")
-COLUMNS = (*FIXED, *PARTS, "status", "loss", "metric", "name")
+COLUMNS = ("step", "badges", *PARTS, "status", "loss", "metric", "size", "written", "name")
 COLUMN_INDEX = {key: i for i, key in enumerate(COLUMNS)}
 TITLES = {"step": "Step", "badges": "", "written": "Written", "size": "Size", "status": "Status",
           "loss": "Loss", "name": "Checkpoint", **{p: PART_NAMES[p][0] for p in PARTS}}

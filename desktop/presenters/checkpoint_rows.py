@@ -136,17 +136,22 @@ def metric_choices(checkpoints: list[Checkpoint]) -> list[str]:
     return sorted(names, key=lambda n: (n != "eval_loss", n == "loss", n))
 
 
-def ranking_text(report: Report, chosen: bool = False) -> str:
-    """"best by eval_loss (lower is better)", and why that metric unless the user ``chosen`` it."""
+def ranking_text(report: Report) -> str:
+    """"Best by eval_loss (lower is better)", or why no checkpoint can be called best."""
     choice = report.choice
     if choice.metric is None:
-        return choice.note
-    text = f"best by {choice.metric}"
-    if choice.mode:
-        text += f" ({MODES[choice.mode]})"
-    if choice.note and choice.mode and not chosen:
-        text += f": {choice.note}"
-    return text
+        return _sentence(choice.note)
+    text = f"Best by {choice.metric}"
+    return text + f" ({MODES[choice.mode]})" if choice.mode else text
+
+
+def ranking_note(report: Report) -> str:
+    """Why the automatic choice ranks by what it does (empty when the user must answer)."""
+    return "" if must_ask_mode(report) else _sentence(report.choice.note)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("." if text and not text.endswith(".") else "")
 
 
 def must_ask_mode(report: Report) -> bool:

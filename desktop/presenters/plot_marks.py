@@ -185,7 +185,7 @@ def _finding_marks(finding: Finding, key: tuple[int, int], curve, to_x: ToX) -> 
     if not finding.marks:
         return []
     xs = to_x(np.array(finding.marks, dtype=np.int64))
-    ys = on_curve(curve, xs)
+    ys = on_curve(curve, xs, raw=True)  # the value that happened, not the smoothed one
     return [Mark("finding", float(x), float(y), "", _finding_tip(finding),
                  severity=finding.severity, key=key)
             for x, y in zip(xs, ys, strict=True) if np.isfinite(x + y)]
@@ -202,12 +202,16 @@ def _boundary(origin: Origin, resumes: list[int], colour: str, to_x: ToX) -> lis
     return [Boundary(float(x), colour, origin.text, line=origin.step not in resumes)]
 
 
-def on_curve(curve, xs: np.ndarray) -> np.ndarray:
-    """The curve's shown (smoothed when smoothing is on) y at each x; NaN outside its points."""
-    keep = np.isfinite(curve.x) & np.isfinite(curve.shown)
+def on_curve(curve, xs: np.ndarray, raw: bool = False) -> np.ndarray:
+    """The curve's y at each x: as shown (smoothed when smoothing is on) or ``raw``.
+
+    Between points the value is interpolated over the finite ones; NaN when there are none.
+    """
+    values = curve.y if raw else curve.shown
+    keep = np.isfinite(curve.x) & np.isfinite(values)
     if not keep.any():
         return np.full(len(xs), np.nan)
-    x, y = curve.x[keep], curve.shown[keep]
+    x, y = curve.x[keep], values[keep]
     return np.interp(xs, x, y, left=y[0], right=y[-1])
 
 

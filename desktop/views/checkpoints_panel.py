@@ -47,8 +47,8 @@ NONE_FOUND = (
     "Rescan after moving checkpoints there.")
 WARNING_STYLE = "color: #8d6e00;"
 MUTED_STYLE = "color: #616e7c;"
-WIDTHS = {"step": 64, "badges": 150, "written": 120, "size": 74, "status": 96, "loss": 64,
-          "metric": 80, **dict.fromkeys(PARTS, 44)}
+WIDTHS = {"step": 52, "badges": 104, "status": 84, "loss": 60, "metric": 72, "size": 72,
+          "written": 116, **dict.fromkeys(PARTS, 42)}
 
 
 class CheckpointsPanel(QWidget):
@@ -231,7 +231,8 @@ class CheckpointsPanel(QWidget):
         self.mode_combo.setItemText(0, f"auto: {present.MODES[choice.mode]}"
                                     if choice.mode and not mode else "auto")
         self.mode_combo.setCurrentIndex(max(self.mode_combo.findData(mode), 0))
-        self.ranking.setText(present.ranking_text(report, chosen=(metric, mode) != (None, None)))
+        self.ranking.setText(present.ranking_note(report) if (metric, mode) == (None, None)
+                             else "")
         self.ask.ask(choice.metric if present.must_ask_mode(report) else None)
 
     def _show_message(self, text: str) -> None:

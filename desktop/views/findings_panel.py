@@ -8,7 +8,7 @@ they show it again from the View menu.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QSize, Qt
 from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -77,14 +77,18 @@ class FindingsPanel(QWidget):
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.why, 1)
         column.addWidget(self.size_button)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal, childrenCollapsible=False)
+        self.splitter = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(side)
-        self.splitter.setSizes([360, 280])
+        self.splitter.setSizes([150, 230])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(top)
         layout.addWidget(self.splitter, 1)
+
+    def sizeHint(self) -> QSize:
+        """Room for a few findings and a "why?" without scrolling, when the panel appears."""
+        return QSize(600, 400)
 
     # ---- Public API
 
@@ -169,6 +173,6 @@ def _findings_table(model: FindingsModel) -> QTableView:
     header.setHighlightSections(False)
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     header.setStretchLastSection(True)
-    for column, width in ((TITLE, 170), (STEPS, 86), (RUN, 120), (MESSAGE, 300)):
+    for column, width in ((TITLE, 190), (STEPS, 90), (RUN, 140), (MESSAGE, 300)):
         table.setColumnWidth(column, width)
     return table

@@ -1,8 +1,8 @@
 """Showing a selected finding on the stacked plots: highlight its range, zoom to its steps.
 
-The x axes are linked, so one range zooms every panel; each panel's y range is
-then fitted to what its curves do within that window, so a spike or a plateau
-fills the panel rather than a sliver of it.
+The x axes are linked, so one range zooms every panel. The finding's own panel
+then fits its y range to what its curves do within that window (raw points
+included), so a spike or a plateau fills it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ Y_PADDING = 0.08
 def highlight(plots: list[MetricPlot], focus: Focus | None) -> None:
     """Shade the focused finding strongly on every panel; label it on its metric's panel."""
     key = focus.key if focus else None
-    labelled = _label_panel(plots, focus)
+    labelled = _own_panel(plots, focus)
     for plot in plots:
         plot.overlays.highlight(key, label=plot is labelled)
 
@@ -34,12 +34,12 @@ def zoom(plots: list[MetricPlot], spec: PlotSpec, focus: Focus, log_y: bool) -> 
         return False
     x_range = zoom_range(region, span)
     plots[0].plot.setXRange(*x_range, padding=0)
-    for plot in plots:
-        extent = y_extent(plot.panel, x_range) if plot.panel else None
-        if extent is not None and log_y:
-            extent = _log(extent)
-        if extent is not None:
-            plot.plot.setYRange(*extent, padding=Y_PADDING)
+    own = _own_panel(plots, focus)
+    extent = y_extent(own.panel, x_range) if own and own.panel else None
+    if extent is not None and log_y:
+        extent = _log(extent)
+    if extent is not None:
+        own.plot.setYRange(*extent, padding=Y_PADDING)
     return True
 
 
@@ -49,7 +49,8 @@ def unzoom(plots: list[MetricPlot]) -> None:
         plot.plot.enableAutoRange()
 
 
-def _label_panel(plots: list[MetricPlot], focus: Focus | None) -> MetricPlot | None:
+def _own_panel(plots: list[MetricPlot], focus: Focus | None) -> MetricPlot | None:
+    """The panel of the finding's metric (the first panel when it names none shown)."""
     if focus is None or not plots:
         return None
     metric = focus.metric or DEFAULT_METRIC

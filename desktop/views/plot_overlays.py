@@ -16,8 +16,10 @@ from PySide6.QtGui import QColor, QPainterPath
 from desktop.presenters.plot_marks import Annotations, Boundary, Mark, Region
 from desktop.widgets.icons import SEVERITY_COLOURS
 
-SHADE_ALPHA, FOCUS_ALPHA = 28, 80
-CHECKPOINT_SIZE, BEST_SIZE, FINDING_SIZE = 9, 16, 13
+# Shade behind the curves: info findings (a note, not a problem) only when selected.
+SHADE_ALPHA = {"critical": 34, "warning": 28, "info": 0}
+FOCUS_ALPHA, EDGE_ALPHA = 80, 110
+CHECKPOINT_SIZE, BEST_SIZE, FINDING_SIZE = 11, 18, 14
 LABEL_COLOUR = "#323f4b"
 
 
@@ -61,19 +63,15 @@ class PlotOverlays:
             self.plot.removeItem(self._focus_label)
             self._focus_label = None
         for region, item in self.regions:
-            item.setBrush(_shade(region.severity, FOCUS_ALPHA if region.key == key else
-                                 SHADE_ALPHA))
+            _style(item, region, focused=region.key == key)
             if region.key == key and label and self._focus_label is None:
                 self._focus_label = self._add_label(region)
 
     # ---- Items
 
     def _add_region(self, region: Region) -> pg.LinearRegionItem:
-        colour = SEVERITY_COLOURS.get(region.severity, "#7b8794")
-        edge = QColor(colour)
-        edge.setAlpha(110)
-        item = pg.LinearRegionItem(values=(region.x0, region.x1), movable=False,
-                                   brush=_shade(region.severity, SHADE_ALPHA), pen=pg.mkPen(edge))
+        item = pg.LinearRegionItem(values=(region.x0, region.x1), movable=False)
+        _style(item, region, focused=False)
         item.setZValue(-20)
         item.setToolTip(region.tip)
         self.plot.addItem(item, ignoreBounds=True)
@@ -103,9 +101,9 @@ class PlotOverlays:
         text = region.tip.split("\n", 1)[0]
         line = pg.InfiniteLine(pos=region.x1, angle=90, movable=False, pen=pg.mkPen(None),
                                label=text, labelOpts={
-                                   "position": 0.08, "color": LABEL_COLOUR,
+                                   "position": 0.96, "color": LABEL_COLOUR,
                                    "fill": pg.mkBrush(255, 255, 255, 220),
-                                   "anchors": [(0, 1), (0, 1)]})
+                                   "anchors": [(0, 0), (0, 0)]})
         self.plot.addItem(line, ignoreBounds=True)
         return line
 
@@ -125,7 +123,16 @@ class _Marks(pg.ScatterPlotItem):
                                 for s in self._spots if s["pos"][1] > 0] if y else self._spots)
 
 
-def _shade(severity: str, alpha: int) -> QColor:
+def _style(item: pg.LinearRegionItem, region: Region, focused: bool) -> None:
+    """A finding's range: light, strong when selected, unseen for an unselected info note."""
+    faint = SHADE_ALPHA.get(region.severity, SHADE_ALPHA["warning"])
+    item.setBrush(_colour(region.severity, FOCUS_ALPHA if focused else faint))
+    edge = pg.mkPen(_colour(region.severity, EDGE_ALPHA if focused or faint else 0))
+    for line in item.lines:
+        line.setPen(edge)
+
+
+def _colour(severity: str, alpha: int) -> QColor:
     colour = QColor(SEVERITY_COLOURS.get(severity, "#7b8794"))
     colour.setAlpha(alpha)
     return colour
@@ -141,7 +148,7 @@ def _checkpoint_spot(mark: Mark) -> dict:
 
 
 def _finding_spot(mark: Mark) -> dict:
-    colour = QColor(SEVERITY_COLOURS.get(mark.severity, "#7b8794"))
+    colour = _colour(mark.severity, 255)
     return {"pos": (mark.x, mark.y), "data": mark.tip, "symbol": POINTER, "size": FINDING_SIZE,
             "pen": pg.mkPen(colour.darker(125), width=1), "brush": pg.mkBrush(colour)}
 

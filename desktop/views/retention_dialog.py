@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
     QDialogButtonBox,
-    QFormLayout,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QMessageBox,
@@ -66,9 +66,8 @@ class RetentionDialog(QDialog):
         self.plan: RetentionPlan | None = None
         self.setWindowTitle("Plan checkpoint retention")
         self.resize(760, 460)
-        self.keep_best = QSpinBox(minimum=0, maximum=999, value=1)
-        self.keep_latest = QSpinBox(minimum=0, maximum=999, value=1)
-        self.keep_best.setSuffix("  by " + (report.choice.metric or "?"))
+        self.keep_best = QSpinBox(minimum=0, maximum=999, value=1, minimumWidth=64)
+        self.keep_latest = QSpinBox(minimum=0, maximum=999, value=1, minimumWidth=64)
         self.model = QStandardItemModel(0, len(HEADERS), self)
         self.model.setHorizontalHeaderLabels(list(HEADERS))
         self.table = _table(self.model)
@@ -86,15 +85,16 @@ class RetentionDialog(QDialog):
         self.replan()
 
     def _layout(self, report: Report) -> None:
-        form = QFormLayout()
-        form.addRow("Keep the best", self.keep_best)
-        form.addRow("Keep the latest", self.keep_latest)
-        ranking = QLabel(f"{present.ranking_text(report, chosen=True).capitalize()}. "
-                         f"{ALWAYS_KEPT}",
-                         wordWrap=True)
+        counts = QHBoxLayout()
+        counts.addWidget(QLabel("Keep the best"))
+        counts.addWidget(self.keep_best)
+        counts.addWidget(QLabel(f"by {report.choice.metric or '?'}, and the latest"))
+        counts.addWidget(self.keep_latest)
+        counts.addStretch(1)
+        ranking = QLabel(f"{present.ranking_text(report)}. {ALWAYS_KEPT}", wordWrap=True)
         ranking.setStyleSheet("color: #616e7c;")
         layout = QVBoxLayout(self)
-        layout.addLayout(form)
+        layout.addLayout(counts)
         layout.addWidget(ranking)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.summary)
@@ -175,7 +175,7 @@ def _table(model: QStandardItemModel) -> QTableView:
     table.setWordWrap(False)
     header = table.horizontalHeader()
     header.setStretchLastSection(True)
-    for column, width in enumerate((58, 64, 200, 80)):
+    for column, width in enumerate((58, 64, 160, 80)):
         table.setColumnWidth(column, width)
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     return table

@@ -79,7 +79,9 @@ def test_parts_badges_and_the_resume_command(qtbot, panel, services, hf_run):
     trainer_best = int(Path(_state(hf_run)["best_model_checkpoint"]).name.split("-")[1])
     assert _badges(panel, rows[trainer_best]) == ["best"]  # the Trainer ranked by eval_loss, max
     assert _badges(panel, rows[24]) == ["latest", "resume"]
-    assert panel.ranking.text().startswith("best by eval_loss (higher is better)")
+    assert panel.metric_combo.currentText() == "auto: eval_loss"
+    assert panel.mode_combo.currentText() == "auto: higher is better"
+    assert panel.ranking.text() == "The metric the training run itself ranked by."
     assert panel.resume.heading.text() == "<b>Resume from step 24 (checkpoint-24)</b>"
     expected = f'trainer.train(resume_from_checkpoint="{hf_run / "checkpoint-24"}")'
     assert panel.resume.command.text() == expected
@@ -138,7 +140,7 @@ def test_metric_and_mode_choose_the_best_and_unclear_names_are_asked(qtbot, pane
     lowest = min(_rows(panel), key=lambda s: panel.model.row(_rows(panel)[s])
                  .checkpoint.metrics["eval_loss"])
     assert "best" in _badges(panel, _rows(panel)[lowest])
-    assert panel.ranking.text() == "best by eval_loss (lower is better)"
+    assert panel.mode_combo.currentText() == "lower is better" and panel.ranking.text() == ""
     assert not panel.ask.isVisible()
     services.set_ranking(run_id, "eval/score", None)  # the name does not say which way
     qtbot.waitUntil(lambda: panel.ask.isVisible())
@@ -202,7 +204,7 @@ def test_lightning_checkpoints_warn_that_rng_is_not_saved(qtbot, panel, services
     assert panel.resume.warnings.text() == f"⚠ {MISSING_WARNINGS['rng']}"
     last = lightning_run / "checkpoints" / "last.ckpt"
     assert panel.resume.command.text() == f'trainer.fit(model, ckpt_path="{last}")'
-    assert panel.ranking.text().startswith("best by eval_loss (lower is better)")
+    assert panel.mode_combo.currentText() == "auto: lower is better"
 
 
 def test_checkpoints_are_marked_on_the_loss_curve(qtbot, services, settings, hf_run):
@@ -225,3 +227,32 @@ def test_checkpoints_are_marked_on_the_loss_curve(qtbot, services, settings, hf_
     tips = [p.data() for p in loss.overlays.checkpoints.points()]
     assert tips[2] == "checkpoint checkpoint-24 (step 24) · latest"
     assert all(p.overlays.checkpoints is None for p in plots.panels[1:])  # loss panel only
+
+
+def test_a_resumed_run_shows_where_it_came_from(qtbot, panel, services, settings, hf_run,
+                                                tmp_path):
+    from tests.producers import train_hf
+
+    source = hf_run / "checkpoint-16"
+    child = train_hf(tmp_path / "child", steps=20, eval_steps=4, save_steps=4, resume=source,
+                     resume_from_checkpoint=str(source))  # as --resume_from_checkpoint does
+    parent_id = _ingest(qtbot, services, hf_run)
+    child_id = _ingest(qtbot, services, child)
+    names = {r.id: r.name for r in services.store.runs()}
+    services.select([child_id])
+    qtbot.waitUntil(lambda: panel.report is not None and panel.report.run_id == child_id)
+    assert panel.lineage.text() == f"This run resumed from checkpoint-16 of {names[parent_id]}."
+    services.select([parent_id])
+    qtbot.waitUntil(lambda: panel.report is not None and panel.report.run_id == parent_id)
+    assert panel.lineage.text() == (f"Resumed from this run's checkpoints: {names[child_id]} "
+                                    "(those checkpoints are kept).")
+
+    plots = PlotsPanel(services, settings)
+    qtbot.addWidget(plots)
+    plots.show()
+    services.select([child_id])
+    qtbot.waitUntil(lambda: plots.spec is not None and bool(plots.panels)
+                    and bool(plots.panels[0].overlays.boundaries))
+    (line,) = plots.panels[0].overlays.boundaries
+    assert line.value() == 16
+    assert line.label.format == f"from {names[parent_id]} · step 16"

@@ -133,9 +133,19 @@ def test_findings_shade_their_steps_on_every_panel_and_mark_their_metric(qtbot, 
     loss = plots.panels[0]
     x, y = loss.overlays.findings.getData()
     np.testing.assert_array_equal(x, [3710])  # the spike; the gradient norm is not plotted
-    curve = next(c for c in loss.panel.curves if c.metric == "loss")
-    assert y[0] == pytest.approx(float(np.interp(3710, curve.x, curve.shown)))
+    stored = services.store.series(runs[FSDP], "loss")
+    assert y[0] == stored.values[stored.steps == 3710][0]  # the spike itself, not smoothed
     assert "Loss spike (warning)" in loss.overlays.findings.points()[0].data()
+
+
+def test_an_info_note_is_shaded_only_when_selected(qtbot, services, findings, plots, runs):
+    _select(qtbot, services, findings, [runs[QLORA]], 1)
+    qtbot.waitUntil(lambda: plots.spec is not None and bool(plots.panels[0].overlays.regions))
+    region, item = plots.panels[0].overlays.regions[0]
+    assert (region.x0, region.x1, region.severity) == (5, 1105, "info")
+    assert item.brush.color().alpha() == 0
+    findings.table.selectRow(0)
+    assert item.brush.color().alpha() == 80
 
 
 def test_selecting_a_finding_zooms_the_plots_and_adds_its_metric(qtbot, services, findings,
