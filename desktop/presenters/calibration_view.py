@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 from core.calibration import HUBER, NOISE, PARAMS, Calibration, GroupFit, Sample
 from core.memory import GIB, estimate
+from core.planner import MARGIN
 from tracker.calibration import EXCLUDED as RUN_EXCLUDED
 from tracker.calibration import NO_PEAK
 
 # Beyond twice the Huber threshold a run's residual gets under half weight in the fit.
 OUTLIER = 2 * HUBER * NOISE
+TRUSTED = MARGIN  # a group is trusted when its held-out error fits in the margin kept free
 COEFFICIENTS = {"activations": "activations ×", "logits": "logits ×", "offset_gib": "offset GiB",
                 "reserved_factor": "reserved ×", "context_gib": "context GiB"}
 
@@ -68,6 +70,15 @@ class GroupRow:
     prior_error: float | None
     trusted: bool
     verdict: str
+
+    @property
+    def short(self) -> str:
+        """The verdict in two or three words, for a table cell."""
+        if self.trusted:
+            return "trusted"
+        if self.loo_error is None or self.prior_error is None:
+            return "too few runs"
+        return "loose" if self.loo_error < self.prior_error else "not better"
 
 
 @dataclass(frozen=True)
@@ -145,9 +156,21 @@ def verdict(group: GroupFit) -> tuple[bool, str]:
         return False, (f"{runs} run{'s' if runs != 1 else ''}: too few to check on held-out "
                        "runs; the coefficients stay near the analytical model")
     loo, prior = f"{group.loo_error:.0%}", f"{group.prior_error:.0%}"
-    if group.loo_error < group.prior_error:
-        return True, f"held-out error {loo} against {prior} uncalibrated"
-    return False, f"held-out error {loo}, no better than {prior} uncalibrated"
+    if group.loo_error >= group.prior_error:
+        return False, f"held-out error {loo}, no better than {prior} uncalibrated"
+    if group.loo_error > TRUSTED:
+        return False, (f"held-out error {loo} against {prior} uncalibrated: better, but wider "
+                       f"than the {TRUSTED:.0%} margin")
+    return True, f"held-out error {loo} against {prior} uncalibrated"
+
+
+def group_title(label: str) -> str:
+    """A group as the view says it: framework × GPU × attention, with what a log left unsaid."""
+    unsaid = ("framework not stated", "GPU not stated", "attention not stated")
+    parts = label.split(" x ")
+    if parts == ["all runs"]:
+        return label
+    return " × ".join(unsaid[i] if part == "?" else part for i, part in enumerate(parts))
 
 
 def coefficient_labels() -> list[str]:

@@ -53,13 +53,19 @@ class Bar:
         return tuple(self.capacity_gib / (1 + m) for m in sorted(MARGINS, reverse=True))
 
     @property
-    def status(self) -> str:
-        spare = self.capacity_gib - self.device_gib
+    def verdict(self) -> str:
+        """"fits", "tight" (fits, but not with the margin kept free) or "short"."""
         if self.fits:
-            return f"fits: {spare:.1f} GiB free"
-        if spare >= 0:
-            return f"tight: {spare:.1f} GiB free"
-        return f"short by {-spare:.1f} GiB"
+            return "fits"
+        return "tight" if self.device_gib <= self.capacity_gib else "short"
+
+    @property
+    def status(self) -> str:
+        """The verdict in words, on the figure it rests on (calibrated when there is one)."""
+        spare = self.capacity_gib - self.device_gib
+        if self.verdict == "short":
+            return f"short by {-spare:.1f} GiB"
+        return f"{self.verdict}: {spare:.1f} GiB free"
 
 
 def bar(label: str, check: Check) -> Bar:

@@ -29,8 +29,8 @@ LORA_TARGETS = {"all-linear": "All linear layers", "attention": "Attention (q, k
                 "qv": "q and v only"}
 RECOMPUTE = {"none": "None", "selective": "Selective (attention only)",
              "full": "Full (every layer)"}
-ATTENTION = {"sdpa": "SDPA (PyTorch fused)", "flash": "FlashAttention",
-             "eager": "Eager (full attention matrix)"}
+ATTENTION = {"sdpa": "SDPA attention (PyTorch fused)", "flash": "FlashAttention",
+             "eager": "Eager attention (full matrix)"}
 SHARDING = {"none": "None (plain data parallel)", "zero1": "ZeRO-1: optimizer state",
             "zero2": "ZeRO-2: + gradients", "zero3": "ZeRO-3: + parameters",
             "fsdp": "FSDP full shard"}
@@ -196,6 +196,26 @@ def static_line(draft: Draft) -> str:
     per_param = total / draft.spec.total_params
     return (f"Static memory on one GPU, before activations: {parts} = {total / GIB:.1f} GiB "
             f"({per_param:.1f} bytes per parameter)")
+
+
+def parameter_parts(spec: ModelSpec) -> list[tuple[str, str]]:
+    """Where a model's parameters are: embeddings, blocks (attention and MLP), output head."""
+    attention = sum(m.params for m in spec.matrices if m.role == "attention")
+    mlp = sum(m.params for m in spec.matrices if m.role == "mlp")
+    share = spec.block_params / (attention + mlp) if attention + mlp else 0.0
+    head = ("tied to the embeddings" if spec.tied_embeddings
+            else f"{_count(spec.head_params)} (vocabulary {spec.vocab:,} × hidden {spec.hidden:,})")
+    return [
+        ("Embeddings", f"{_count(spec.embedding_params)} (vocabulary {spec.vocab:,} × hidden "
+                       f"{spec.hidden:,})"),
+        ("Transformer blocks", f"{_count(spec.block_params)} in {spec.n_layers} layers: "
+                               f"attention {_count(attention * share)}, MLP {_count(mlp * share)}"),
+        ("Output head", head),
+    ]
+
+
+def _count(n: float) -> str:
+    return f"{n / 1e9:.3g}B" if n >= 1e9 else f"{n / 1e6:.3g}M"
 
 
 def _gib_span(low: float, high: float) -> str:

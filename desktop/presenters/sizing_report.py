@@ -41,7 +41,7 @@ def plan_headers(tokens: float) -> tuple[str, ...]:
 
 
 def plan_rows(plans: list[Plan], tokens: float) -> list[tuple[str, ...]]:
-    return [(str(i), p.gpu, p.layout, "; ".join(p.changes) or "as asked",
+    return [(str(i), p.gpu, p.layout, "; ".join(p.changes).replace(" -> ", " → ") or "as asked",
              f"{p.device_gib:.1f} of {p.capacity_gib:g}", f"{p.max_micro_batch:,}",
              f"{p.max_seq_len:,}", compact(p.tokens_per_s),
              duration(training_seconds(tokens, p.tokens_per_s)), " ".join(p.warnings))
@@ -71,8 +71,7 @@ def setup_line(draft: Draft) -> str:
              f"micro batch {draft.micro_batch} × {draft.seq_len:,} tokens"]
     if draft.grad_accum > 1:
         parts.append(f"gradient accumulation {draft.grad_accum}")
-    parts += [f"recompute {RECOMPUTE[draft.recompute].lower()}",
-              f"attention {ATTENTION[draft.attention]}"]
+    parts += [f"recompute {RECOMPUTE[draft.recompute].lower()}", ATTENTION[draft.attention]]
     return ", ".join(parts)
 
 
@@ -179,7 +178,10 @@ def figures_html(outcome: Outcome) -> str:
     if check is None:
         return ""
     gpu = html.escape(check.gpu.name)
-    parts = [f"<p><b>Analytical</b> (on {gpu}): {html.escape(analytical_text(check))}</p>"]
+    d = outcome.draft
+    parts = [f"<p><b>{html.escape(d.spec.name)}</b>: {html.escape(setup_line(d))}; "
+             f"{html.escape(hardware_line(d))}</p>",
+             f"<p><b>Analytical</b>: {html.escape(analytical_text(check))}</p>"]
     found = check.calibrated
     if found is None:
         parts.append(f"<p style='color:#8d6e00'><b>Uncalibrated</b>: "
@@ -188,7 +190,8 @@ def figures_html(outcome: Outcome) -> str:
         colour = "#2f7d32" if outcome.group and outcome.group.trusted else "#8d6e00"
         links = ", ".join(f"<a href='run:{i}'>{html.escape(outcome.names.get(i, f'run {i}'))}</a>"
                           for i in found.run_ids)
-        parts.append(f"<p><b>Calibrated on your runs</b>: {html.escape(calibrated_text(found))}"
+        parts.append(f"<p><b>Calibrated on your runs</b> (for {gpu}): "
+                     f"{html.escape(calibrated_text(found))}"
                      f"<br><span style='color:{colour}'>{html.escape(trust_text(outcome.group))}"
                      f"</span><br>Leaned on: {links}</p>")
     rows = "".join(f"<tr><td>{html.escape(name)}</td><td align='right'>&nbsp;&nbsp;{gib}</td>"

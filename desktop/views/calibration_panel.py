@@ -29,17 +29,19 @@ from desktop.presenters.calibration_view import (
     Skipped,
     Summary,
     coefficient_labels,
+    group_title,
 )
 from desktop.services import AppServices
 from desktop.sizing_services import sizing_for
 from desktop.views.calibration_plot import CalibrationPlot
 
-RUN_HEADERS = ("Run", "Group", "Reading", "Recorded GiB", "Uncalibrated GiB", "Held-out GiB",
-               "Error", "Note")
-GROUP_HEADERS = ("Group", "Runs", *coefficient_labels(), "Held-out error", "Uncalibrated error",
-                 "Verdict")
+RUN_HEADERS = ("Run", "Reading", "Recorded GiB", "Held-out GiB", "Error", "Uncalibrated GiB",
+               "Note", "Group")
+GROUP_HEADERS = ("Group", "Runs", "Held-out error", "Uncalibrated error", "Verdict",
+                 *coefficient_labels())
+NOTE, VERDICT = RUN_HEADERS.index("Note"), GROUP_HEADERS.index("Verdict")
 RUN_ROLE = Qt.ItemDataRole.UserRole
-EXCLUDED_ROLE = Qt.ItemDataRole.UserRole + 1
+STATE_ROLE = Qt.ItemDataRole.UserRole + 1  # "fit", "excluded" or "skipped"
 GOOD, WARN, MUTED = QColor("#2f7d32"), QColor("#8d6e00"), QColor("#7b8794")
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
@@ -53,8 +55,8 @@ class CalibrationPanel(QWidget):
                                objectName="headline")
         self.headline.setStyleSheet("font-size: 13px; padding: 4px 2px;")
         self.plot = CalibrationPlot()
-        self.groups = _tree(GROUP_HEADERS, (200, 44, *([74] * 5), 96, 110))
-        self.runs = _tree(RUN_HEADERS, (230, 190, 70, 96, 112, 96, 60))
+        self.groups = _tree(GROUP_HEADERS, (190, 40, 90, 120, 90, *([84] * 5)))
+        self.runs = _tree(RUN_HEADERS, (230, 70, 96, 90, 50, 112, 250))
         self.runs.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.runs.setSortingEnabled(True)
         self.exclude = QPushButton("Exclude from Fit")
@@ -128,13 +130,13 @@ class CalibrationPanel(QWidget):
         self.groups.clear()
         items: dict[tuple[str, ...], QTreeWidgetItem] = {}
         for g in groups:  # coarsest first, so a parent is always there before its children
-            cells = [g.key[-1] if g.key else g.label, str(g.runs),
-                     *(f"{v:.2f}" for v in g.coefficients), _pct(g.loo_error),
-                     _pct(g.prior_error), g.verdict]
+            title = group_title(g.label)
+            cells = [title.split(" × ")[-1], str(g.runs), _pct(g.loo_error), _pct(g.prior_error),
+                     g.short, *(f"{v:.2f}" for v in g.coefficients)]
             item = QTreeWidgetItem(cells)
-            item.setToolTip(0, g.label)
-            item.setToolTip(len(cells) - 1, g.verdict)
-            item.setForeground(len(cells) - 1, GOOD if g.trusted else WARN)
+            item.setToolTip(0, title)
+            item.setToolTip(VERDICT, g.verdict)
+            item.setForeground(VERDICT, GOOD if g.trusted else WARN)
             parent = items.get(g.key[:-1]) if g.key else None
             if parent is None:
                 self.groups.addTopLevelItem(item)
@@ -148,34 +150,35 @@ class CalibrationPanel(QWidget):
         self.runs.clear()
         for q in points:
             error = q.error
-            item = _RunItem([q.name, q.group, q.counter, _gib(q.recorded_gib),
-                                    _gib(q.analytical_gib), _gib(q.predicted_gib),
-                                    "" if error is None else f"{error:+.0%}", q.status])
+            item = _RunItem([q.name, q.counter, _gib(q.recorded_gib), _gib(q.predicted_gib),
+                             "" if error is None else f"{error:+.0%}", _gib(q.analytical_gib),
+                             q.status, group_title(q.group)])
             if q.outlier:
-                item.setForeground(len(RUN_HEADERS) - 1, QBrush(QColor("#b3261e")))
-            self._add_run(item, q.run_id, excluded=False)
+                item.setForeground(NOTE, QBrush(QColor("#b3261e")))
+            self._add_run(item, q.run_id, "fit")
         for s in skipped:
-            item = _RunItem([s.name, "", "", "", "", "", "", s.reason])
+            item = _RunItem([s.name, "", "", "", "", "", s.reason, ""])
             for column in range(len(RUN_HEADERS)):
                 item.setForeground(column, MUTED)
             font = QFont(item.font(0))
             font.setItalic(True)
             item.setFont(0, font)
-            self._add_run(item, s.run_id, excluded=s.excluded)
+            self._add_run(item, s.run_id, "excluded" if s.excluded else "skipped")
         self.runs.setSortingEnabled(True)
 
-    def _add_run(self, item: QTreeWidgetItem, run_id: int, excluded: bool) -> None:
+    def _add_run(self, item: QTreeWidgetItem, run_id: int, state: str) -> None:
         item.setData(0, RUN_ROLE, run_id)
-        item.setData(0, EXCLUDED_ROLE, excluded)
-        item.setToolTip(len(RUN_HEADERS) - 1, item.text(len(RUN_HEADERS) - 1))
-        for column in range(3, 7):
+        item.setData(0, STATE_ROLE, state)
+        item.setToolTip(NOTE, item.text(NOTE))
+        for column in range(2, 6):
             item.setTextAlignment(column, RIGHT)
         self.runs.addTopLevelItem(item)
 
     def _enable_buttons(self) -> None:
         chosen = self.runs.selectedItems()
-        self.exclude.setEnabled(any(not i.data(0, EXCLUDED_ROLE) and i.text(1) for i in chosen))
-        self.include.setEnabled(any(i.data(0, EXCLUDED_ROLE) for i in chosen))
+        states = {i.data(0, STATE_ROLE) for i in chosen}
+        self.exclude.setEnabled("fit" in states)
+        self.include.setEnabled("excluded" in states)
 
     def _set_excluded(self, excluded: bool) -> None:
         ids = self.selected_runs()

@@ -18,23 +18,25 @@ from PySide6.QtWidgets import (
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
+    QWidget,
 )
 
 from core.gpus import GPU, catalog
 from desktop.presenters.sizing_form import SHARDING, Draft, hardware_problem
-from desktop.views.sizing.page import DraftPage, hint_label
+from desktop.views.sizing.page import FIELD_WIDTH, DraftPage, hint_label, hints_panel
 
-HEADERS = ("GPU", "Memory GiB", "Bandwidth TB/s", "BF16 TFLOP/s", "FP8 TFLOP/s", "Interconnect")
+HEADERS = ("GPU", "Memory GiB", "Memory TB/s", "BF16 TFLOP/s", "FP8 TFLOP/s", "GPU-to-GPU link")
 # A first-time user compares a consumer card with two data-centre generations.
 DEFAULT_GPUS = ("RTX 4090", "A100 80GB", "H100 SXM")
 NAME_ROLE = Qt.ItemDataRole.UserRole
+LINKS = {"nvlink": "NVLink", "pcie": "PCIe", "xgmi": "Infinity Fabric", "roce": "RoCE"}
 
 
 class HardwarePage(DraftPage):
     def __init__(self, draft: Draft) -> None:
         super().__init__(draft, "Hardware", "Which GPUs do you have, or are you considering?")
         self.table = _gpu_table()
-        self.recommend = QCheckBox("Recommend GPUs and a layout for me (search the whole catalog)")
+        self.recommend = QCheckBox("Recommend GPUs and a layout for me\n(search the whole catalog)")
         self.spins = {"per_node": _spin(1, 72), "nodes": _spin(1, 512), "tp": _spin(1, 64),
                       "pp": _spin(1, 128), "max_gpus": _spin(1, 512)}
         self.margin = QSpinBox(minimum=0, maximum=50, suffix=" %")
@@ -57,23 +59,33 @@ class HardwarePage(DraftPage):
         count.addWidget(QLabel("per node ×"))
         count.addWidget(self.spins["nodes"])
         count.addWidget(QLabel("nodes"))
-        count.addWidget(self.total)
         count.addStretch(1)
         form.addRow("GPUs:", count)
+        form.addRow("", self.total)
         form.addRow("Sharding:", self.sharding)
         form.addRow("Tensor parallel (TP):", self.spins["tp"])
         form.addRow("Pipeline parallel (PP):", self.spins["pp"])
         form.addRow("Keep free (margin):", self.margin)
         form.addRow("GPU budget for plans:", self.spins["max_gpus"])
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.recommend)
-        layout.addLayout(form)
-        layout.addWidget(self.problem)
-        layout.addWidget(hint_label(
-            "Data parallelism needs the whole model on every GPU; ZeRO shards optimizer state, "
-            "then gradients, then weights. TP splits every layer and talks at every layer: keep "
-            "it inside an NVLink node, over PCIe it is often slower than one GPU."))
+        self.sharding.setFixedWidth(FIELD_WIDTH - 80)
+        self.recommend.setStyleSheet("font-weight: 600;")
+        side = QVBoxLayout()
+        side.addWidget(self.recommend)
+        side.addLayout(form)
+        side.addWidget(self.problem)
+        side.addWidget(hints_panel(hint_label(
+            "Data parallelism needs the whole model on every GPU; ZeRO shards the optimizer "
+            "state, then the gradients, then the weights.<br><br>TP splits every layer and talks "
+            "at every layer: keep it inside an NVLink node; over PCIe it is often slower than "
+            "one GPU. PP splits the layers into stages and idles in its bubbles.<br><br>"
+            "Keep 15–20 % of the card free: allocator fragmentation and spikes need it.")), 1)
+        row = QHBoxLayout(self)
+        row.addWidget(self.table, 1)
+        row.addSpacing(8)
+        side_widget = QWidget()
+        side_widget.setLayout(side)
+        side_widget.setFixedWidth(FIELD_WIDTH + 150)
+        row.addWidget(side_widget)
 
     def initializePage(self) -> None:
         d = self.draft
@@ -127,14 +139,14 @@ def _gpu_table() -> QTreeWidget:
     table.setHeaderLabels(list(HEADERS))
     for gpu in catalog().values():
         table.addTopLevelItem(_gpu_item(gpu))
-    table.setColumnWidth(0, 170)
+    table.setColumnWidth(0, 120)
     for column in range(1, len(HEADERS) - 1):
-        table.setColumnWidth(column, 112)
+        table.setColumnWidth(column, 96)
     return table
 
 
 def _gpu_item(gpu: GPU) -> QTreeWidgetItem:
-    link = f"{gpu.link.upper() if gpu.link != 'nvlink' else 'NVLink'} {gpu.link_gbs:g} GB/s"
+    link = f"{LINKS.get(gpu.link, gpu.link)} {gpu.link_gbs:g} GB/s"
     fp8 = f"{gpu.fp8_tflops:g}" if gpu.fp8_tflops else "—"
     item = QTreeWidgetItem([gpu.name, f"{gpu.memory_gib:g}", f"{gpu.bandwidth_tbs:g}",
                             f"{gpu.bf16_tflops:g}", fp8, link])

@@ -19,7 +19,7 @@ BAR_WIDTH = 0.5
 SLOT = 0.86  # the width of a GPU's place: capacity line and margin band
 CALIBRATED_OFFSET = 0.34  # the calibrated marker sits right of its bar
 MARGIN_BRUSH = (242, 142, 43, 45)
-OK, SHORT = "#2f7d32", "#b3261e"
+VERDICT_COLOURS = {"fits": "#2f7d32", "tight": "#b26a00", "short": "#b3261e"}
 
 
 class MemoryChart(QWidget):
@@ -125,8 +125,8 @@ class MemoryChart(QWidget):
             label.setVisible(i < len(bars))
             if i < len(bars):
                 b = bars[i]
-                colour = OK if b.fits else SHORT
-                label.setHtml(f"<span style='color:{colour}; font-weight:600'>{b.status}</span>")
+                label.setHtml(f"<span style='color:{VERDICT_COLOURS[b.verdict]}; "
+                              f"font-weight:600; font-size:8pt'>{b.status}</span>")
                 label.setPos(x[i], max(tops[i], b.capacity_gib, b.device_gib) * 1.01)
 
 
@@ -136,7 +136,8 @@ def _legend(bars: list[Bar]) -> str:
     items.append("<span style='color:#1f2933'>━━</span>&nbsp;capacity")
     items.append(_swatch("#f8dcc0", "keep free: 15–20 % (dashed: 15 %)"))
     if any(b.calibrated for b in bars):
-        items.append("<b>◆</b>&nbsp;calibrated on your runs, 90 % interval")
+        items.append("<b>◆</b>&nbsp;calibrated on your runs, 90 % interval (the verdicts above "
+                     "the bars rest on it)")
     return "&nbsp;&nbsp; ".join(items)
 
 

@@ -27,13 +27,14 @@ from PySide6.QtWidgets import (
 
 from core.memory import ModelSpec
 from core.models import ModelError, from_params, parse_count, preset, presets
-from desktop.presenters.sizing_form import Draft, model_problem
+from desktop.presenters.sizing_form import Draft, model_problem, parameter_parts
+from desktop.presenters.sizing_report import hardware_line, setup_line
 from desktop.sizing_services import RunInputs, SizingServices
-from desktop.views.sizing.page import DraftPage, hint_label
+from desktop.views.sizing.page import FIELD_WIDTH, DraftPage, hint_label
 from desktop.widgets.drop import local_paths
 
 DEFAULT_PRESET = "llama-3.1-8b"
-SOURCES = ("preset", "config", "run", "params")
+SOURCES_SAID = {"run shape": "Architecture as the run's log states it"}
 
 
 class ModelPage(DraftPage):
@@ -65,7 +66,7 @@ class ModelPage(DraftPage):
 
     def _layout(self) -> None:
         grid = QGridLayout()
-        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(2, 1)  # the fields stay readable-wide, not window-wide
         config = QHBoxLayout()
         config.addWidget(self.config_path, 1)
         config.addWidget(self.browse)
@@ -76,6 +77,7 @@ class ModelPage(DraftPage):
             if isinstance(field, QHBoxLayout):
                 grid.addLayout(field, row, 1)
             else:
+                field.setMinimumWidth(FIELD_WIDTH * 2)
                 grid.addWidget(field, row, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(grid)
@@ -184,7 +186,12 @@ class ModelPage(DraftPage):
         self.draft.spec, self.draft.origin, self._error = spec, origin, error
         if self.source() != "run":
             self.draft.run_id = None
-        self.resolved.setText(_describe(spec) if spec else "")
+        text = _describe(spec) if spec else ""
+        if spec and self.source() == "run":
+            text += (f"<p><b>The run's setup fills the next pages</b>: "
+                     f"{html.escape(setup_line(self.draft))}; "
+                     f"{html.escape(hardware_line(self.draft))}.</p>")
+        self.resolved.setText(text)
         self.refresh()
 
     def _browse(self) -> None:
@@ -241,8 +248,11 @@ def _describe(spec: ModelSpec) -> str:
     if spec.note:
         lines.append(f"<span style='color:#8d6e00'>{html.escape(_note(spec.note))}</span>")
     if spec.source:
-        lines.append(f"<span style='color:#7b8794'>{html.escape(spec.source)}</span>")
-    return "<br>".join(lines)
+        source = SOURCES_SAID.get(spec.source, spec.source)
+        lines.append(f"<span style='color:#7b8794'>{html.escape(source)}</span>")
+    rows = "".join(f"<tr><td>{name}</td><td>&nbsp;&nbsp;{html.escape(text)}</td></tr>"
+                   for name, text in parameter_parts(spec))
+    return "<br>".join(lines) + f"<p><b>Where the parameters are</b></p><table>{rows}</table>"
 
 
 def _note(note: str) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QWizardPage
+from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget, QWizardPage
 
 from desktop.presenters.sizing_form import Draft
 
+FIELD_WIDTH = 300  # a form's fields stay this wide; what is left goes to the hints
+PANEL_STYLE = "QFrame#hints { background: #f5f7fa; border: 1px solid #d9e2ec; border-radius: 4px; }"
 PROBLEM_STYLE = ("color: #a61b1b; background: #fdecea; border: 1px solid #f5c2c0; "
                  "border-radius: 3px; padding: 5px 8px;")
 HINT_STYLE = "color: #52606d;"
@@ -45,3 +47,14 @@ def hint_label(text: str = "") -> QLabel:
     label = QLabel(text, wordWrap=True)
     label.setStyleSheet(HINT_STYLE)
     return label
+
+
+def hints_panel(*widgets: QWidget) -> QFrame:
+    """The light panel beside a form that holds its rules of thumb."""
+    panel = QFrame(objectName="hints")
+    panel.setStyleSheet(PANEL_STYLE)
+    layout = QVBoxLayout(panel)
+    for widget in widgets:
+        layout.addWidget(widget)
+    layout.addStretch(1)
+    return panel

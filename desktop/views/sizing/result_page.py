@@ -306,7 +306,7 @@ class StopSlider(QSlider):
 def _plans_table(headers: tuple[str, ...]) -> QTreeWidget:
     table = QTreeWidget(rootIsDecorated=False, alternatingRowColors=True, wordWrap=True)
     table.setHeaderLabels(list(headers))
-    widths = (26, 92, 170, 270, 92, 70, 84, 64, 116)
+    widths = (26, 84, 160, 300, 104, 70, 88, 64, 96)
     for column, width in enumerate(widths):
         table.setColumnWidth(column, width)
     return table

@@ -21,7 +21,7 @@ from desktop.presenters.sizing_form import (
     static_line,
     training_problem,
 )
-from desktop.views.sizing.page import DraftPage, hint_label
+from desktop.views.sizing.page import FIELD_WIDTH, DraftPage, hint_label, hints_panel
 
 CHOICES = {"method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
            "lora_targets": LORA_TARGETS, "recompute": RECOMPUTE, "attention": ATTENTION}
@@ -56,13 +56,18 @@ class TrainingPage(DraftPage):
         form.addRow("Sequence length:", self.spins["seq_len"])
         form.addRow("Recompute (checkpointing):", self.combos["recompute"])
         form.addRow("Attention:", self.combos["attention"])
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.problem)
-        layout.addSpacing(8)
-        layout.addWidget(self.static)
-        layout.addWidget(self.hints)
-        layout.addStretch(1)
+        for combo in self.combos.values():
+            combo.setFixedWidth(FIELD_WIDTH)
+        self.combos["lora_targets"].setFixedWidth(FIELD_WIDTH - 126)  # beside the rank
+        self.problem.setFixedWidth(FIELD_WIDTH + 180)
+        left = QVBoxLayout()
+        left.addLayout(form)
+        left.addWidget(self.problem)
+        left.addStretch(1)
+        row = QHBoxLayout(self)
+        row.addLayout(left)
+        row.addSpacing(12)
+        row.addWidget(hints_panel(self.static, self.hints), 1)
 
     def initializePage(self) -> None:
         """Show the draft as it is now (a recorded run may have seeded it)."""
@@ -113,7 +118,7 @@ def _combo(items: dict[str, str]) -> QComboBox:
 def _spin(low: int, high: int) -> QSpinBox:
     spin = QSpinBox(minimum=low, maximum=high)
     spin.setGroupSeparatorShown(True)
-    spin.setMinimumWidth(110)
+    spin.setFixedWidth(120)
     return spin
 
 
