@@ -5,7 +5,9 @@ sample runs through the same ingest as a user's drop, and saves PNGs of the
 views into ``docs/screenshots/``. Run it on a display, or headless under Xvfb
 (real X11 fonts and rendering)::
 
-    xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py
+    xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py [NAME...]
+
+Names (``plots``, ``sizing-result``...) shoot only those; none shoots them all.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ SIZE = (1440, 900)
 FSDP = "synthetic-llama3-8b-fsdp-8xh100"
 QLORA = "synthetic-llama3-8b-qlora-rtx4090"
 HF = ("hf-gpt2-tiny-lr5e-3", "hf-gpt2-tiny-lr1e-3-cosine")
+ONLY = set(sys.argv[1:])
+CORPUS = Path(os.environ.get("HEADROOM_CORPUS", ROOT.parent / "shared" / "corpus"))
+# Corpus logs that record memory peaks and state their shape: real runs to calibrate on.
+MEMORY_LOGS = ("text_logs/megatron_lm", "text_logs/megatron_deepspeed",
+               "jsonl/megatron_golden_values", "jsonl/ms_swift", "text_logs/ms_swift")
 
 
 def main() -> None:
@@ -51,19 +58,43 @@ def main() -> None:
         window.tabs.setCurrentWidget(window.panels[tab])
         settle(app, 1500)
         shoot(app, window, name)
+    shoot_sizing(app, window)
     window.close()
 
 
-def ingest_samples(app, window) -> None:
+def ingest_samples(app, window, paths: list[Path] | None = None) -> None:
     done: list[object] = []
     window.services.sig_ingest_finished.connect(done.append)
-    window.load_samples()
+    window.services.ingest(paths or window.services.sample_paths())
     while not done:
         settle(app, 100)
     report = done[0]
     if not report.ok:
         raise SystemExit(f"sample ingest failed: {report.to_dict()}")
     settle(app, 1000)
+
+
+def shoot_sizing(app, window) -> None:
+    """The sizing wizard started from the FSDP sample run, page by page, then the Calibration
+    tab (with the corpus runs that record memory, when the corpus is beside the checkout)."""
+    if CORPUS.is_dir():
+        ingest_samples(app, window, [CORPUS / folder for folder in MEMORY_LOGS])
+    select(app, window, [FSDP])
+    window.actions_["size_like"].trigger()
+    wizard = window.wizard
+    for page in ("model", "training", "hardware"):
+        if page == "hardware":
+            wizard.hardware_page.tick(["A100 80GB", "H100 SXM", "H200"])
+        shoot(app, wizard, f"sizing-{page}")
+        wizard.next()
+    while wizard.result_page.planning:
+        settle(app, 100)
+    shoot(app, wizard, "sizing-result")
+    wizard.close()
+    window.tabs.setCurrentWidget(window.panels["calibration"])
+    window.splitter.setSizes([400, SIZE[0] - 400])  # the tab wide, as a user would drag it
+    settle(app, 3000)
+    shoot(app, window, "calibration")
 
 
 def select(app, window, names: list[str]) -> None:
@@ -82,6 +113,8 @@ def settle(app, ms: int) -> None:
 
 
 def shoot(app, window, name: str) -> None:
+    if ONLY and name not in ONLY:
+        return
     settle(app, 300)
     path = OUT / f"{name}.png"
     if not window.grab().save(str(path)):
