@@ -75,6 +75,10 @@ class CheckpointsPanel(QWidget):
                            ("higher is better", "max")):
             self.mode_combo.addItem(text, mode)
         self.mode_combo.activated.connect(self._on_ranking)
+        self.resume_button = QPushButton("Resume from here", enabled=False,
+                                         toolTip="Copy the resume command of the selected "
+                                                 "checkpoint")
+        self.resume_button.clicked.connect(self.resume_selected)
         self.rescan_button = QPushButton("Rescan", toolTip="Look at the run's folder again")
         self.rescan_button.clicked.connect(self.rescan)
         self.retention_button = QPushButton("Plan retention…",
@@ -114,11 +118,13 @@ class CheckpointsPanel(QWidget):
         table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         table.customContextMenuRequested.connect(self._context_menu)
         table.doubleClicked.connect(lambda index: self.resume_from(index.row()))
+        table.selectionModel().currentRowChanged.connect(self._on_current)
         return table
 
     def _layout(self) -> None:
         bar = QHBoxLayout()
         bar.addWidget(self.title, 1)
+        bar.addWidget(self.resume_button)
         bar.addWidget(self.rescan_button)
         bar.addWidget(self.retention_button)
         rank = QHBoxLayout()
@@ -175,6 +181,11 @@ class CheckpointsPanel(QWidget):
         self._copy(command(found.checkpoint),
                    f"{found.name}" + (f" — warning: {'; '.join(warnings)}" if warnings else ""))
 
+    def resume_selected(self) -> None:
+        index = self.table.currentIndex()
+        if index.isValid():
+            self.resume_from(index.row())
+
     def plan_retention(self) -> None:
         if self.run_id is not None and self.report is not None:
             retention_dialog.RetentionDialog(self._services, self.run_id, self.report,
@@ -210,6 +221,7 @@ class CheckpointsPanel(QWidget):
                            f"checkpoint{'s' * (len(report.checkpoints) != 1)}</span>")
         self._fill_ranking(report)
         self.model.set_rows(present.rows(report), present.eval_column(report.choice.metric))
+        self._on_current()
         self.resume.show_resume(report.resume)
         self.lineage.setText(present.lineage_text(report.origin, names))
         self.lineage.setVisible(bool(self.lineage.text()))
@@ -243,6 +255,10 @@ class CheckpointsPanel(QWidget):
         for widget in (self.metric_combo, self.mode_combo, self.retention_button):
             widget.setEnabled(on)
         self.rescan_button.setEnabled(self.run_id is not None and not self._rescanning)
+
+    def _on_current(self) -> None:
+        row = self.selected()
+        self.resume_button.setEnabled(row is not None and row.checkpoint.present)
 
     def _rescanned(self) -> None:
         self._rescanning = False

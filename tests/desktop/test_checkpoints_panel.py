@@ -110,7 +110,9 @@ def test_removed_files_show_as_missing_and_move_the_resume_point(qtbot, panel, s
     assert panel.resume.warnings.text() == f"⚠ {MISSING_WARNINGS['rng']}"
     messages = []
     services.sig_message.connect(messages.append)
-    panel.resume_from(rows[24])  # the user insists on the newer one: copied, with the warning
+    assert not panel.resume_button.isEnabled()
+    panel.table.selectRow(rows[24])  # the user insists on the newer one: copied, with the warning
+    panel.resume_button.click()
     assert QGuiApplication.clipboard().text() == (
         f'trainer.train(resume_from_checkpoint="{hf_run / "checkpoint-24"}")')
     assert MISSING_WARNINGS["optimizer"] in messages[-1]
@@ -227,6 +229,23 @@ def test_checkpoints_are_marked_on_the_loss_curve(qtbot, services, settings, hf_
     tips = [p.data() for p in loss.overlays.checkpoints.points()]
     assert tips[2] == "checkpoint checkpoint-24 (step 24) · latest"
     assert all(p.overlays.checkpoints is None for p in plots.panels[1:])  # loss panel only
+
+
+def test_status_words_for_pointers_unsafe_pickles_and_links():
+    from core.checkpoints import Checkpoint
+    from desktop.presenters.checkpoint_rows import CheckpointRow
+    from tracker.checkpoints.inspect import UNKNOWN
+
+    def status(**kw) -> str:
+        return CheckpointRow(Checkpoint("/r/ckpt", 8, **kw)).status
+
+    assert status() == "present" and status(status="lfs") == "LFS pointer"
+    assert status(status="deleted") == "deleted" and status(status="missing") == "missing"
+    assert status(warnings=[f"optimizer.pt: {UNKNOWN}"]) == "unsafe to inspect"
+    assert status(warnings=["optimizer.pt would run posix.system if loaded: never load it "
+                            "without weights_only=True"]) == "unsafe to inspect"
+    link = CheckpointRow(Checkpoint("/r/last.ckpt", 8, link_to="/r/epoch=0-step=8.ckpt"))
+    assert link.status_tip.startswith("A link to /r/epoch=0-step=8.ckpt")
 
 
 def test_a_resumed_run_shows_where_it_came_from(qtbot, panel, services, settings, hf_run,
