@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.gpus import GPU
 from core.memory import ModelSpec, Setup, SetupError, check
@@ -31,6 +31,10 @@ from desktop.workers import Worker
 if TYPE_CHECKING:
     from desktop.services import AppServices
     from tracker.store import Store
+
+# Runs change every few hundred milliseconds while an ingest runs, and a leave-one-out fit
+# costs about 2 s per 100 runs (one refit per run): refit once the changes pause this long.
+REFIT_AFTER_MS = 1500
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class SizingServices(QObject):
         self._fitting: Worker | None = None
         self._stale = True
         self._again = False
+        self._later = QTimer(self, singleShot=True, interval=REFIT_AFTER_MS)
+        self._later.timeout.connect(self.refit)
         services.sig_runs_changed.connect(self._on_runs_changed)
 
     # ---- Calibration
@@ -79,11 +85,13 @@ class SizingServices(QObject):
         for run_id in run_ids:
             self._services.store.set_exclude_from_fit(run_id, excluded)
         self._services.sig_runs_changed.emit()
+        self._later.stop()
+        self.refit()  # the user is waiting for this one
 
     def _on_runs_changed(self) -> None:
         self._stale = True
         if self.summary is not None or self._fitting is not None:
-            self.refit()  # someone has asked for it: keep it fresh
+            self._later.start()  # someone has asked for it: keep it fresh
 
     def _on_fitted(self, summary: Summary) -> None:
         self._fitting = None

@@ -106,3 +106,13 @@ def test_an_empty_database_says_the_figures_are_analytical(qtbot, services):
         view.show()
     assert "figures are analytical" in view.headline.text()
     assert view.runs.topLevelItemCount() == 0
+
+
+def test_the_fit_follows_new_runs(qtbot, panel, history, tmp_path):
+    more = tmp_path / "more"
+    more.mkdir()
+    peaks = {c: truth("qwen2.5-7b", 2, 4096, c) for c in COUNTER_SERIES}
+    write_run(more, "run-new", "qwen2.5-7b", 2, 4096, peaks)
+    with qtbot.waitSignal(sizing_for(history).sig_calibration_changed, timeout=30_000):
+        assert ingest_and_wait(qtbot, history, [more]).ok
+    assert panel.summary.runs == len(RUNS) + 1 and "run-new" in _rows(panel)
