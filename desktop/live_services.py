@@ -228,4 +228,4 @@ def _news(result) -> str:
         return f"{Path(result.path).name}: {result.reason}"
     if result.status == "ingested":
         return f"new run {name}"
-    return f"{name} +{result.points:,} points" if result.points else f"{name} updated"
+    return f"+{result.points:,} points to {name}" if result.points else f"{name} updated"

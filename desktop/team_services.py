@@ -50,12 +50,14 @@ class TeamServices(QObject):
         if store is None or not self._services.switch_store(store, self.label(store)):
             return False
         self._settings.team_active = True
+        self._services.sig_message.emit(f"Working on the team tracker {store.display_url}")
         return True
 
     def use_local(self) -> bool:
         if not self._services.switch_store(self.home, self.label(self.home)):
             return False
         self._settings.team_active = False
+        self._services.sig_message.emit("Working on the local database")
         return True
 
     # ---- Connecting

@@ -59,8 +59,8 @@ def tooltip(run: RunSummary, now: datetime) -> str:
 
 
 def ago(seconds: float) -> str:
-    """"12 s ago", "5 min ago", "3 h ago", "4 days ago"."""
+    """"just now", "12 s ago", "5 min ago", "3 h ago", "4 days ago"."""
     for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
             return f"{seconds / size:.0f} {unit} ago"
-    return f"{max(seconds, 0):.0f} s ago"
+    return "just now" if seconds < 5 else f"{seconds:.0f} s ago"

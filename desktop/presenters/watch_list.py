@@ -26,7 +26,7 @@ def rows(folders: list[str], run_logs: list[str], gone: set[str],
         folder = place in folders
         state = "missing" if place in gone else ("watching" if folder else "run log")
         when, text = news.get(place, (None, ""))
-        said = f"{text} · {ago(now - when)}" if when is not None else ""
+        said = f"{ago(now - when)}: {text}" if when is not None else ""
         out.append(PlaceRow(place, home_short(place), state, said, folder))
     return out
 

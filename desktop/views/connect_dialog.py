@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -52,7 +53,6 @@ class ConnectDialog(QDialog):
         self.connect_button = self.buttons.addButton(
             "Connect" if switch else "Connect and Copy", QDialogButtonBox.ButtonRole.AcceptRole)
         self.connect_button.setDefault(True)
-        self.buttons.addButton(self.test_button, QDialogButtonBox.ButtonRole.ActionRole)
         self.buttons.accepted.connect(self.connect_)
         self.buttons.rejected.connect(self.reject)
         self._fill_password(known)
@@ -72,7 +72,11 @@ class ConnectDialog(QDialog):
         layout.addWidget(intro)
         layout.addLayout(form)
         layout.addWidget(self.message)
-        layout.addWidget(self.buttons)
+        row = QHBoxLayout()
+        row.addWidget(self.test_button)
+        row.addStretch(1)
+        row.addWidget(self.buttons)
+        layout.addLayout(row)
         self.setMinimumWidth(460)
 
     def _fill_password(self, known: Connection) -> None:

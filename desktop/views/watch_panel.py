@@ -77,7 +77,7 @@ class WatchPanel(QWidget):
         top.addWidget(self.close_button)
         bottom = QHBoxLayout()
         bottom.addWidget(self.follow_check, 1)
-        bottom.addWidget(QLabel("Silent runs crashed? after"))
+        bottom.addWidget(QLabel("Mark silent runs crashed? after"))
         bottom.addWidget(self.stale_spin)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -137,7 +137,7 @@ def _place_list() -> QTreeWidget:
     header = tree.header()
     header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
     header.setStretchLastSection(True)
-    tree.setColumnWidth(0, 260)
+    tree.setColumnWidth(0, 200)
     tree.setColumnWidth(1, 72)
     return tree
 

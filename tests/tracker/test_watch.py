@@ -105,3 +105,10 @@ def test_an_exception_event_or_failed_exit_is_a_crash(store, tmp_path):
     event = {"step": 2, "event": {"kind": "exception", "message": "RuntimeError: boom"}}
     log.write_text(header("boom") + step(1) + json.dumps(event) + "\n")
     assert store.run(ingest(store, [log]).results[0].run_id).status == "crashed"
+
+
+def test_a_header_alone_is_a_run_starting(store, tmp_path):
+    log = tmp_path / "loading.jsonl"
+    log.write_text(header("loading"))
+    run = store.run(ingest(store, [log]).results[0].run_id)
+    assert run.status == "running" and run.last_data_at is not None

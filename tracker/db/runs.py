@@ -103,7 +103,7 @@ def save(
         run.config = log.config
         run.summary = _jsonable(log.summary)
     points = _save_series(session, run.id, log)
-    if points:
+    if points or existing is None:  # a new log, even a header alone, is a sign of life
         run.last_data_at = _last_written(sources) or now
     _save_events(session, run.id, log)
     _save_checkpoint_refs(session, run.id, log)
