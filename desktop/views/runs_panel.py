@@ -205,6 +205,9 @@ class RunsPanel(QWidget):
         menu.addSeparator()
         menu.addAction("Re-run diagnostics", lambda: self._services.rediagnose(
             [r.id for r in self.selected_runs()]))
+        if self._services.sizing_available():
+            menu.addAction("Size a run like this…",
+                           lambda: self._services.request_sizing(self._services.selected[-1]))
         menu.addSeparator()
         menu.addAction("Delete from database…", self.delete_selected)
         menu.exec(self.table.viewport().mapToGlobal(pos))

@@ -258,3 +258,12 @@ def test_recommend_charts_the_best_plan_on_each_gpu(qtbot, wizard):
     first = result.bars[0]
     assert first.label == f"{expected[0].gpu}\n{expected[0].layout}" and first.fits
     assert len({b.check.gpu.name for b in result.bars}) == len(result.bars)
+
+
+def test_a_finding_or_the_runs_menu_asks_for_the_wizard_through_the_services(
+        qtbot, history, window):
+    run_id = history.store.find_run("history-2").id
+    assert history.sizing_available() and history.request_sizing(run_id)
+    qtbot.addWidget(window.wizard)
+    assert window.wizard.model_page.source() == "run"
+    assert window.wizard.draft.run_id == run_id and window.wizard.draft.spec.name == "qwen2.5-7b"
