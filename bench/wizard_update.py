@@ -53,10 +53,11 @@ def wait(app, done, timeout_s: float = 120.0) -> None:
 
 
 def result_page(app, services, gpus: tuple[str, ...]):
+    from desktop.settings import Settings
     from desktop.sizing_services import sizing_for
     from desktop.views.sizing.wizard import SizingWizard
 
-    wizard = SizingWizard(services)
+    wizard = SizingWizard(services, Settings())
     wizard.resize(1200, 860)
     wizard.show()
     wait(app, lambda: sizing_for(services).summary is not None)

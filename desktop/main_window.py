@@ -298,7 +298,7 @@ class MainWindow(QMainWindow):
     def _open_wizard(self, run_id: int | None) -> None:
         from desktop.views.sizing.wizard import SizingWizard
 
-        self.wizard = SizingWizard(self.services, run_id, self)
+        self.wizard = SizingWizard(self.services, self.settings, run_id, self)
         self.wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.wizard.sig_open_run.connect(self.show_run)
         self.wizard.show()

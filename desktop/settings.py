@@ -139,6 +139,26 @@ class Settings:
     def team_active(self, on: bool) -> None:
         self._q.setValue("team/active", bool(on))
 
+    # ---- Sizing wizard
+
+    @property
+    def sizing_gpus(self) -> list[str]:
+        """The GPUs last compared in the sizing wizard (catalog names; empty: the defaults)."""
+        return _strings(self._q.value("sizing/gpus", []))
+
+    @sizing_gpus.setter
+    def sizing_gpus(self, names: list[str]) -> None:
+        self._q.setValue("sizing/gpus", list(names))
+
+    @property
+    def sizing_tokens(self) -> float:
+        """The token budget the wizard's plans were last timed for."""
+        return float(self._q.value("sizing/tokens", 10e9))
+
+    @sizing_tokens.setter
+    def sizing_tokens(self, tokens: float) -> None:
+        self._q.setValue("sizing/tokens", float(tokens))
+
 
 def _strings(value: object) -> list[str]:
     """QSettings returns a one-item list as a plain string and an empty one as None."""

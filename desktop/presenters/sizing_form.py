@@ -116,7 +116,8 @@ class Draft:
         self.tp, self.pp = lay.tp, lay.pp
         self.sharding = "fsdp" if lay.fsdp else (f"zero{lay.zero}" if lay.zero else "none")
         gpu = find(shape.gpu_model) if shape.gpu_model else None
-        self.gpus = [gpu.name] if gpu else []
+        if gpu is not None:  # else the GPUs the user compared last time stay
+            self.gpus = [gpu.name]
 
 
 def model_problem(draft: Draft) -> str:

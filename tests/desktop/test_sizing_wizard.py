@@ -23,10 +23,10 @@ GPUS = ("RTX 4090", "H100 SXM")
 
 
 @pytest.fixture
-def wizard(qtbot, services):
+def wizard(qtbot, services, settings):
     from desktop.views.sizing.wizard import SizingWizard
 
-    w = SizingWizard(services)
+    w = SizingWizard(services, settings)
     qtbot.addWidget(w)
     w.show()
     qtbot.waitUntil(lambda: sizing_for(services).summary is not None)
@@ -267,3 +267,16 @@ def test_a_finding_or_the_runs_menu_asks_for_the_wizard_through_the_services(
     qtbot.addWidget(window.wizard)
     assert window.wizard.model_page.source() == "run"
     assert window.wizard.draft.run_id == run_id and window.wizard.draft.spec.name == "qwen2.5-7b"
+
+
+def test_the_gpus_and_token_budget_are_remembered(qtbot, services, settings, wizard):
+    from desktop.views.sizing.wizard import SizingWizard
+
+    result = _to_result(qtbot, wizard, gpus=("L40S", "H200"))
+    result.tokens.setText("2B")
+    result.tokens.editingFinished.emit()
+    wizard.close()
+    assert settings.sizing_gpus == ["L40S", "H200"] and settings.sizing_tokens == 2e9
+    again = SizingWizard(services, settings)
+    qtbot.addWidget(again)
+    assert again.draft.gpus == ["L40S", "H200"] and again.result_page.tokens.text() == "2B"
