@@ -46,11 +46,6 @@ class Check:
     calibrated: Calibrated | None
     fits: bool  # with the margin kept free
 
-    @property
-    def headroom_gib(self) -> float:
-        """Memory left after the predicted peak (negative: short by)."""
-        return self.gpu.memory_gib - self.device_gib
-
 
 class Sizer:
     """A model and the user's calibration, ready for many setups and GPUs."""

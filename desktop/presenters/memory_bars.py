@@ -41,8 +41,7 @@ class Bar:
     label: str
     check: Check  # the setup on the GPU, with its estimate
     capacity_gib: float
-    segments: tuple[tuple[str, float], ...]  # (component, GiB) bottom to top
-    analytical_gib: float  # the top of the stack
+    segments: tuple[tuple[str, float], ...]  # (component, GiB) bottom to top: the analytical
     device_gib: float  # what the fit decides on: calibrated where history applies
     calibrated: Calibrated | None
     fits: bool
@@ -72,8 +71,8 @@ def bar(label: str, check: Check) -> Bar:
     est = check.estimate
     parts = [(name, est.breakdown[name] / GIB) for name in COMPONENTS]
     parts.append(("runtime", (est.device - est.allocated) / GIB))
-    return Bar(label, check, check.gpu.memory_gib, tuple(parts), est.device / GIB,
-               check.device_gib, check.calibrated, check.fits)
+    return Bar(label, check, check.gpu.memory_gib, tuple(parts), check.device_gib,
+               check.calibrated, check.fits)
 
 
 def bars(sizer: Sizer, candidates: list[Candidate], micro_batch: int | None = None,

@@ -124,10 +124,11 @@ class Outcome:
 def blocks(outcome: Outcome) -> list[tuple]:
     """The report as (kind, ...) blocks: h1, h2, p, list, table (headers, rows), image."""
     d, spec = outcome.draft, outcome.draft.spec
+    model = model_line(spec) + (f"; from {d.origin}" if d.origin else "")
     out: list[tuple] = [
         ("h1", f"Sizing {spec.name}: {METHODS[d.method]}"),
         ("p", f"Headroom {__version__}, {datetime.now():%Y-%m-%d %H:%M}"),
-        ("table", ("", ""), [("Model", model_line(spec)), ("Training", setup_line(d)),
+        ("table", ("", ""), [("Model", model), ("Training", setup_line(d)),
                              ("Hardware", hardware_line(d))]),
         ("h2", "Memory per GPU"),
     ]

@@ -167,7 +167,7 @@ def test_export_writes_a_report_with_the_chart_and_copy_gives_text(qtbot, wizard
     text = (tmp_path / "sizing.md").read_text(encoding="utf-8")
     assert "![Memory per GPU" in text and "(sizing-chart.png)" in text
     assert (tmp_path / "sizing-chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "| 1 | " + result.plans[0].gpu in text
+    assert "| 1 | " + result.plans[0].gpu in text and f"from preset {MODEL}" in text
     result.export(tmp_path / "sizing.html")
     page = (tmp_path / "sizing.html").read_text(encoding="utf-8")
     data = page.split("data:image/png;base64,")[1].split('"')[0]
