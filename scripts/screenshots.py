@@ -58,6 +58,7 @@ def main() -> None:
         window.tabs.setCurrentWidget(window.panels[tab])
         settle(app, 1500)
         shoot(app, window, name)
+    shoot_checkpoints_and_findings(app, window, Path(home))
     shoot_sizing(app, window)
     window.close()
 
@@ -72,6 +73,46 @@ def ingest_samples(app, window, paths: list[Path] | None = None) -> None:
     if not report.ok:
         raise SystemExit(f"sample ingest failed: {report.to_dict()}")
     settle(app, 1000)
+
+
+CHECKPOINT_SHOTS = {"findings", "checkpoints", "checkpoint-marks", "retention"}
+
+
+def shoot_checkpoints_and_findings(app, window, home: Path) -> None:
+    """The FSDP sample's loss spike selected in the findings list (the plots zoom to it), then
+    a tiny GPT-2 really trained here with a checkpoint every 8 steps, the newest missing its
+    optimizer and scheduler, the one before its RNG state: its Checkpoints tab, its marks on
+    the loss plot, Plan retention."""
+    if ONLY and not ONLY & CHECKPOINT_SHOTS:
+        return
+    from desktop.views.retention_dialog import RetentionDialog
+    from tests.producers import train_hf
+
+    select(app, window, [FSDP])
+    window.tabs.setCurrentWidget(window.panels["plots"])
+    window.panels["ingest"].hide()  # read, closed: the findings get the room
+    settle(app, 1500)
+    window.panels["findings"].table.selectRow(0)
+    settle(app, 1500)
+    shoot(app, window, "findings")
+    run = train_hf(home / "trained" / "gpt2-tiny-checkpoints", steps=40, eval_steps=8,
+                   save_steps=8)
+    for part in ("checkpoint-40/optimizer.pt", "checkpoint-40/scheduler.pt",
+                 "checkpoint-32/rng_state.pth"):
+        (run / part).unlink()
+    ingest_samples(app, window, [run])
+    window.panels["ingest"].hide()
+    select(app, window, [run.name])
+    settle(app, 1500)
+    shoot(app, window, "checkpoint-marks")
+    window.tabs.setCurrentWidget(window.panels["checkpoints"])
+    settle(app, 1500)
+    shoot(app, window, "checkpoints")
+    panel = window.panels["checkpoints"]
+    dialog = RetentionDialog(window.services, panel.run_id, panel.report, window)
+    dialog.show()
+    shoot(app, dialog, "retention")
+    dialog.close()
 
 
 def shoot_sizing(app, window) -> None:

@@ -113,4 +113,6 @@ class CheckpointModel(QAbstractTableModel):
             return present.metric_tip(row, "loss" if key == "loss" else self.metric)
         if key == "name":
             return row.checkpoint.path
+        if key == "written":
+            return fmt.when(row.checkpoint.written_at) or None
         return None

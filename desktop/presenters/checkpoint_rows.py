@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import PurePath
 
 from core.checkpoints import Checkpoint, is_eval_metric, metric_mode
@@ -116,8 +117,15 @@ def metric_tip(row: CheckpointRow, metric: str) -> str | None:
     return f"evaluated at step {taken:,}" if taken is not None else "as the checkpoint states it"
 
 
-def written(row: CheckpointRow) -> str:
-    return fmt.when(row.checkpoint.written_at)
+def written(row: CheckpointRow, now: datetime | None = None) -> str:
+    """When the checkpoint was written, short: "02 Dec 17:09" (the year only when not this one)."""
+    when = row.checkpoint.written_at
+    if when is None:
+        return ""
+    local = when.astimezone() if when.tzinfo else when
+    if local.year != (now or datetime.now()).year:
+        return fmt.when(when)
+    return local.strftime("%d %b %H:%M")
 
 
 def size(row: CheckpointRow) -> str:

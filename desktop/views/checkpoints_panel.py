@@ -47,8 +47,8 @@ NONE_FOUND = (
     "Rescan after moving checkpoints there.")
 WARNING_STYLE = "color: #8d6e00;"
 MUTED_STYLE = "color: #616e7c;"
-WIDTHS = {"step": 52, "badges": 104, "status": 84, "loss": 60, "metric": 72, "size": 72,
-          "written": 116, **dict.fromkeys(PARTS, 42)}
+WIDTHS = {"step": 50, "badges": 100, "status": 80, "loss": 58, "metric": 70, "size": 70,
+          "written": 92, **dict.fromkeys(PARTS, 41)}
 
 
 class CheckpointsPanel(QWidget):

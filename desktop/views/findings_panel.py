@@ -8,7 +8,7 @@ they show it again from the View menu.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QSize, Qt
+from PySide6.QtCore import QModelIndex, QSize, Qt, QTimer
 from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -37,6 +37,7 @@ NOTHING_FOUND = ("<p><b>No findings.</b></p><p style='color:#52606d'>The diagnos
                  "explosions, throughput drops and memory headroom, and saw none of them.</p>")
 PICK_ONE = "<p style='color:#52606d'>Select a finding to see why it was raised.</p>"
 NO_WIZARD = "The sizing wizard is not part of this build: size the run with `headroom size`."
+LIST_ROWS, ROW_HEIGHT, SCROLLBAR = 6, 24, 8
 
 
 class FindingsPanel(QWidget):
@@ -80,7 +81,7 @@ class FindingsPanel(QWidget):
         self.splitter = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(side)
-        self.splitter.setSizes([150, 230])
+        self.splitter.setSizes([175, 205])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(top)
@@ -120,8 +121,18 @@ class FindingsPanel(QWidget):
         self.heading.setText(f"<b>Findings</b> &nbsp;<span style='color:#616e7c'>{count}</span>"
                              if found else "<b>Findings</b>")
         self._on_current(QModelIndex())
+        self._fit_list()
         if self.model.rowCount() and not self._dismissed:
             self.show()
+
+    def _fit_list(self) -> None:
+        """The list as tall as its rows (2 to 6 of them, at most 2/3); "why?" gets the rest."""
+        rows = min(max(self.model.rowCount(), 2), LIST_ROWS)
+        wanted = self.table.horizontalHeader().height() + rows * ROW_HEIGHT + 2 * SCROLLBAR
+        total = sum(self.splitter.sizes())
+        if total > 0:
+            height = min(wanted, total * 2 // 3)
+            self.splitter.setSizes([height, total - height])
 
     def _on_findings_changed(self, run_ids: list[int]) -> None:
         if set(run_ids) & set(self._services.selected):
@@ -151,6 +162,7 @@ class FindingsPanel(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         if not event.spontaneous():
             self._dismissed = False
+            QTimer.singleShot(0, self._fit_list)  # once the splitter has its height
         super().showEvent(event)
 
     def hideEvent(self, event: QHideEvent) -> None:
@@ -168,11 +180,11 @@ def _findings_table(model: FindingsModel) -> QTableView:
     table.setWordWrap(False)
     table.setAlternatingRowColors(True)
     table.verticalHeader().hide()
-    table.verticalHeader().setDefaultSectionSize(24)
+    table.verticalHeader().setDefaultSectionSize(ROW_HEIGHT)
     header = table.horizontalHeader()
     header.setHighlightSections(False)
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     header.setStretchLastSection(True)
-    for column, width in ((TITLE, 190), (STEPS, 90), (RUN, 140), (MESSAGE, 300)):
+    for column, width in ((TITLE, 180), (STEPS, 90), (RUN, 120), (MESSAGE, 200)):
         table.setColumnWidth(column, width)
     return table

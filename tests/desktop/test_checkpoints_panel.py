@@ -275,3 +275,17 @@ def test_a_resumed_run_shows_where_it_came_from(qtbot, panel, services, settings
     (line,) = plots.panels[0].overlays.boundaries
     assert line.value() == 16
     assert line.label.format == f"from {names[parent_id]} · step 16"
+
+
+def test_write_times_read_short_within_the_year():
+    from datetime import UTC, datetime
+
+    from core.checkpoints import Checkpoint
+    from desktop.presenters.checkpoint_rows import CheckpointRow, written
+
+    when = datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
+    row = CheckpointRow(Checkpoint("/r/c", 1, written_at=when))
+    local = when.astimezone()
+    assert written(row, now=datetime(2026, 12, 1)) == local.strftime("%d %b %H:%M")
+    assert written(row, now=datetime(2027, 1, 1)) == local.strftime("%Y-%m-%d %H:%M")
+    assert written(CheckpointRow(Checkpoint("/r/c", 1))) == ""
