@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QMetaMethod, QObject, QThread, QTimer, Signal
 
@@ -23,6 +23,9 @@ from desktop.presenters.plot_marks import Focus, checkpoint_marks, origin
 from desktop.workers import Worker, WorkerPool
 from tracker.db.runs import RunSummary, SourceStat
 from tracker.store import Store
+
+if TYPE_CHECKING:
+    from tracker.checkpoints.manager import Deletion, Report
 
 SAMPLES = Path(__file__).resolve().parents[1] / "resources" / "samples"
 # While an ingest runs, the runs table refreshes at most this often.
@@ -264,13 +267,13 @@ class AppServices(QObject):
 
     # ---- Checkpoints (the answers come from stored rows; only a rescan reads the disk)
 
-    def checkpoints(self, run_id: int, from_best: bool = False):
+    def checkpoints(self, run_id: int, from_best: bool = False) -> Report:
         """The run's checkpoint report (best, latest, resume point) under its chosen ranking."""
         from tracker.checkpoints import manager
 
         return manager.report(self.store, run_id, *self.ranking(run_id), from_best=from_best)
 
-    def load_checkpoints(self, run_id: int, on_done: Callable[[Any], None],
+    def load_checkpoints(self, run_id: int, on_done: Callable[[Report], None],
                          from_best: bool = False) -> Worker:
         """:meth:`checkpoints` in the background."""
         return self.workers.start(lambda _w: self.checkpoints(run_id, from_best), on_done,
@@ -303,7 +306,7 @@ class AppServices(QObject):
                                       *self.ranking(run_id))[1]
 
     def trash_checkpoints(self, run_id: int, plan: RetentionPlan,
-                          on_done: Callable[[Any], None]) -> Worker:
+                          on_done: Callable[[Deletion], None]) -> Worker:
         """Move what ``plan`` drops to the system trash: call only after the user confirmed."""
         from tracker.checkpoints import manager
 

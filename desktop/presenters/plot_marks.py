@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.checkpoints import Checkpoint
 from core.diagnostics import Finding, title
 
 if TYPE_CHECKING:
@@ -116,8 +117,9 @@ class Annotations:
             boundary.x /= factor
 
 
-def checkpoint_marks(checkpoints: Iterable, best=None, latest=None) -> list[CheckpointMark]:
-    """Marks for a run's checkpoints (``core.checkpoints.Checkpoint``), best and latest flagged."""
+def checkpoint_marks(checkpoints: Iterable[Checkpoint], best: Checkpoint | None = None,
+                     latest: Checkpoint | None = None) -> list[CheckpointMark]:
+    """Marks for a run's checkpoints, the best and the latest flagged."""
     return [CheckpointMark(c.step, PurePath(c.path).name, c.status, c is best, c is latest)
             for c in checkpoints if c.step is not None and c.link_to is None]
 
