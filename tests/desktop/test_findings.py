@@ -266,3 +266,17 @@ def test_regions_follow_the_x_axis():
     assert [(r.x0, r.x1) for r in relative.panels[0].annotations.regions] == [(20.0, 40.0)]
     wall = plot_data.build([run], ["loss"], "wall").panels[0].annotations
     assert [(r.x0, r.x1) for r in wall.regions] == [(2_200.0, 3_400.0)]
+
+
+def test_the_sizing_wizard_opens_from_an_oom_at_start_finding(qtbot, window, runs):
+    panel = window.panels["findings"]
+    window.services.select([runs["oom"]])
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 1)
+    panel.table.selectRow(0)
+    assert panel.size_button.isEnabled()  # the window's wizard listens
+    panel.size_button.click()
+    qtbot.waitUntil(lambda: getattr(window, "wizard", None) is not None)
+    wizard = window.wizard
+    assert wizard.isVisible()
+    assert wizard.model_page.run_combo.currentData() == runs["oom"]  # its shape fills the draft
+    wizard.close()
