@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTreeView, QVBoxLayout, QWidget
 
@@ -62,7 +63,10 @@ class CompareView(QWidget):
     def _set_headers(self, names: list[str]) -> None:
         self.model.setHorizontalHeaderLabels(["Setting", *names])
         for i in range(len(names)):
-            self.model.horizontalHeaderItem(i + 1).setForeground(QBrush(QColor(colour(i))))
+            # Not horizontalHeaderItem(): a wrapper of an item the model made goes stale when
+            # the model replaces it, and PySide then crashes freeing a new item at that address.
+            self.model.setHeaderData(i + 1, Qt.Orientation.Horizontal, QBrush(QColor(colour(i))),
+                                     Qt.ItemDataRole.ForegroundRole)
         self.tree.setColumnWidth(0, 240)
         metrics = self.tree.fontMetrics()
         for i, name in enumerate(names):

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 
+from desktop.presenters.plot_data import colour
 from desktop.views.compare_view import CompareView
 from desktop.views.details_panel import DetailsPanel
 from desktop.views.shape_editor import NAME_ROLE
@@ -107,3 +109,6 @@ def test_compare_shows_only_what_differs(qtbot, services, corpus):
                  if view.model.item(r, 0).text() == "Shape")
     assert "method" in {shape.child(r, 0).text() for r in range(shape.rowCount())}
     assert "settings differ" in view.summary.text()
+    heads = [view.model.headerData(i, Qt.Orientation.Horizontal, Qt.ItemDataRole.ForegroundRole)
+             for i in (1, 2)]
+    assert [h.color().name() for h in heads] == [colour(0), colour(1)]  # each run's plot colour
