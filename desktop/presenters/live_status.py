@@ -9,7 +9,7 @@ shown, against the configured stale time.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from tracker.db.runs import RunSummary
 
@@ -24,11 +24,17 @@ EXPLAINED = {
 
 
 def live_status(stored: str, last_data_at: datetime | None, now: datetime,
-                stale_after_s: float) -> str:
-    """``stored`` status, or running/"crashed?" by how long ago the logs last grew."""
+                stale_after_s: float, grew: bool = True) -> str:
+    """``stored`` status, or running/"crashed?" by how long ago the logs last grew.
+
+    A log whose format cannot say it is running counts as running only once it
+    was seen growing after its first read (``grew``): a log copied today is
+    fresh on disk, not alive.
+    """
     if stored in (FINISHED, CRASHED):
         return stored
-    if last_data_at is not None and (now - last_data_at).total_seconds() < stale_after_s:
+    fresh = last_data_at is not None and (now - last_data_at).total_seconds() < stale_after_s
+    if fresh and (stored == RUNNING or grew):
         return RUNNING
     return STALE if stored == RUNNING else UNKNOWN
 
@@ -37,11 +43,19 @@ def apply(runs: Iterable[RunSummary], now: datetime, stale_after_s: float) -> fl
     """Set each run's shown status; seconds until the next running run turns stale, if any."""
     soonest = None
     for run in runs:
-        run.status = live_status(run.status, run.last_data_at, now, stale_after_s)
+        run.status = live_status(run.status, run.last_data_at, now, stale_after_s, _grew(run))
         if run.status == RUNNING and run.last_data_at is not None:
             left = stale_after_s - (now - run.last_data_at).total_seconds()
             soonest = left if soonest is None else min(soonest, left)
     return soonest
+
+
+def _grew(run: RunSummary) -> bool:
+    """New points arrived after the run was first stored (the columns keep UTC without a zone)."""
+    first = run.ingested_at
+    if first.tzinfo is None:
+        first = first.replace(tzinfo=UTC)
+    return run.last_data_at is not None and run.last_data_at > first
 
 
 def cell(status: str) -> str:

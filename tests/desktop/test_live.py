@@ -167,3 +167,21 @@ def test_the_sample_runs_read_as_ended_not_running(qtbot, services):
     runs = services.runs([r.run_id for r in report.results])
     assert len(runs) == 5 and not [r.name for r in runs if r.status in ("running", "crashed?")]
     assert {r.status for r in runs if r.format == "headroom_jsonl"} == {"finished"}
+
+
+def test_a_log_that_cannot_say_is_running_only_once_seen_growing(qtbot, services, live,
+                                                                  tmp_path):
+    log = tmp_path / "train_metrics.csv"
+    log.write_text("step,loss\n1,3.0\n2,2.9\n")  # fresh on disk, as a copy made today is
+
+    def status() -> str:
+        (only,) = services.runs([r.id for r in services.store.runs()])
+        return only.status
+
+    with qtbot.waitSignal(services.sig_ingest_finished, timeout=20_000):
+        live.add_folder(str(tmp_path))
+    assert status() == "unknown"
+    with qtbot.waitSignal(services.sig_live_ingested, timeout=20_000):
+        with log.open("a") as f:
+            f.write("3,2.8\n")
+    assert status() == "running"

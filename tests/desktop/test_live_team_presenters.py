@@ -14,10 +14,10 @@ from tracker.db.runs import RunSummary
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def run(status: str, silent_s: float | None, name: str = "r") -> RunSummary:
+def run(status: str, silent_s: float | None, stored_s_ago: float = 3600) -> RunSummary:
     last = None if silent_s is None else NOW - timedelta(seconds=silent_s)
-    return RunSummary(1, name, "headroom_jsonl", "/x", None, NOW, status, "", RunShape(),
-                      last_data_at=last)
+    first = (NOW - timedelta(seconds=stored_s_ago)).replace(tzinfo=None)  # as SQLite returns it
+    return RunSummary(1, "r", "csv", "/x", None, first, status, "", RunShape(), last_data_at=last)
 
 
 def test_live_status_from_what_the_log_says_and_how_long_it_is_silent():
@@ -33,9 +33,10 @@ def test_live_status_from_what_the_log_says_and_how_long_it_is_silent():
 
 
 def test_apply_says_when_the_next_running_run_goes_stale():
-    runs = [run("running", 100), run("unknown", 550), run("finished", 1), run("running", 700)]
+    runs = [run("running", 100), run("unknown", 550), run("finished", 1), run("running", 700),
+            run("unknown", 20, stored_s_ago=10)]  # the last: copied today, never seen growing
     assert live_status.apply(runs, NOW, 600) == 50
-    assert [r.status for r in runs] == ["running", "running", "finished", "crashed?"]
+    assert [r.status for r in runs] == ["running", "running", "finished", "crashed?", "unknown"]
     assert live_status.apply([run("finished", 1)], NOW, 600) is None
     assert live_status.cell("unknown") == "" and live_status.cell("crashed?") == "crashed?"
 
