@@ -50,7 +50,7 @@ class TeamServices(QObject):
         if store is None or not self._services.switch_store(store, self.label(store)):
             return False
         self._settings.team_active = True
-        self._services.sig_message.emit(f"Working on the team tracker {store.display_url}")
+        self._services.sig_message.emit("Working on the team tracker")
         return True
 
     def use_local(self) -> bool:

@@ -12,9 +12,14 @@ Names (``plots``, ``sizing-result``...) shoot only those; none shoots them all.
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +65,8 @@ def main() -> None:
         shoot(app, window, name)
     shoot_checkpoints_and_findings(app, window, Path(home))
     shoot_sizing(app, window)
+    shoot_live(app, window, Path(home))
+    shoot_team(app, window)
     window.close()
 
 
@@ -136,6 +143,114 @@ def shoot_sizing(app, window) -> None:
     window.splitter.setSizes([400, SIZE[0] - 400])  # the tab wide, as a user would drag it
     settle(app, 3000)
     shoot(app, window, "calibration")
+
+
+def shoot_live(app, window, home: Path) -> None:
+    """A watched folder while a run writes into it (its curves grow as the shot waits), beside a
+    run that went quiet 26 minutes ago without an end record: running, and crashed?."""
+    if ONLY and "live" not in ONLY:
+        return
+    from scripts.make_samples import simulate
+
+    os.environ["HOME"] = str(home)  # the watched folder reads ~/runs, not a temp path
+    runs = home / "runs"
+    runs.mkdir(exist_ok=True)
+    quiet = _live_job("lr3e-4", 3e-4, seed=7, done_steps=2200)
+    path = runs / f"{quiet.name}.jsonl"
+    _write(path, itertools.islice(simulate(quiet), 121))
+    silent_since = time.time() - 26 * 60
+    os.utime(path, (silent_since, silent_since))
+    job = _live_job("lr1e-4", 1e-4, seed=3, done_steps=1400)
+    rows, path = simulate(job), runs / f"{job.name}.jsonl"
+    _write(path, itertools.islice(rows, 131))
+    window.splitter.setSizes([640, SIZE[0] - 640])
+    window.panels["findings"].hide()
+    window.panels["watch"].show()
+    window.panels["watch"].live.add_folder(str(runs))
+    settle(app, 3000)
+    select(app, window, [job.name])
+    window.tabs.setCurrentWidget(window.panels["plots"])
+    for _ in range(6):  # the training goes on while the app watches
+        _write(path, itertools.islice(rows, 2))
+        settle(app, 900)
+    window.panels["ingest"].hide()
+    shoot(app, window, "live")
+    window.panels["watch"].hide()
+    window.panels["findings"].show()
+
+
+def _live_job(tag: str, peak_lr: float, seed: int, done_steps: int):
+    """A synthetic LoRA fine-tune of Llama-3-8B on 2 A100s, ``done_steps`` into its 3,000."""
+    from scripts.make_samples import Job
+
+    step_time = 6.1
+    return Job(
+        name=f"synthetic-llama3-8b-lora-2xa100-{tag}",
+        started=datetime.fromtimestamp(time.time() - done_steps * step_time - 95, UTC),
+        shape=dict(model="meta-llama/Meta-Llama-3-8B", family="llama", n_params=8_030_261_248,
+                   n_trainable_params=41_943_040, method="lora", precision="mixed-bf16",
+                   optimizer="adamw", lora_rank=16, micro_batch=8, grad_accum=2, global_batch=32,
+                   seq_len=4096, recompute="full", attention="flash", n_gpus=2,
+                   gpu_model="A100 80GB", gpu_mem_gib=80.0, framework="transformers"),
+        config={"note": "synthetic sample: a run followed live"},
+        steps=3000, log_every=10, step_time_s=step_time, tokens_per_step=32 * 4096,
+        loss_start=1.95, loss_end=1.22, peak_lr=peak_lr, warmup=90, mem_peak_gib=41.7,
+        mem_reserved_gib=46.2, eval_every=250, seed=seed,
+    )
+
+
+def _write(path: Path, rows) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+
+
+def shoot_team(app, window) -> None:
+    """Connect to Team Tracker… on a private PostgreSQL server (tests/pg.py) holding four
+    published sample runs: the dialog after Test Connection, then the app on that database."""
+    if ONLY and not ONLY & {"team-connect", "team"}:
+        return
+    from sqlalchemy import create_engine, text
+
+    from desktop.views.connect_dialog import ConnectDialog
+    from tests.pg import TempCluster
+    from tracker.store import Store
+    from tracker.team import copy_runs
+
+    cluster = TempCluster(tcp=True)
+    try:
+        server = cluster.start()
+    except (OSError, TypeError, subprocess.CalledProcessError):
+        cluster.stop()
+        print("no PostgreSQL server binaries here: the team shots are skipped")
+        return
+    try:
+        admin = create_engine(server, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text('CREATE DATABASE "headroom_lab"'))
+        admin.dispose()
+        team = Store(server.replace("/postgres", "/headroom_lab"))
+        local = window.services.store
+        copy_runs(local, team, [r.id for r in local.runs() if r.name in (FSDP, QLORA, *HF)])
+        team.close()
+        dialog = ConnectDialog(window.team.team, window)
+        for field, value in (("host", "localhost"), ("port", str(cluster.port)),
+                             ("database", "headroom_lab"), ("user", "headroom"),
+                             ("password", "correct horse")):
+            getattr(dialog, field).setText(value)
+        dialog.show()
+        dialog.test()
+        while not dialog.message.text().startswith(("Connected", "Could not")):
+            settle(app, 100)
+        shoot(app, dialog, "team-connect")
+        dialog.connect_()
+        while dialog.isVisible():
+            settle(app, 100)
+        select(app, window, [FSDP, QLORA])
+        settle(app, 1500)
+        shoot(app, window, "team")
+        window.team.use_local()
+    finally:
+        cluster.stop()
 
 
 def select(app, window, names: list[str]) -> None:

@@ -24,7 +24,8 @@ def _bin(name: str) -> str | None:
 class TempCluster:
     """initdb + pg_ctl in a temp folder; run as the postgres user when we are root."""
 
-    def __init__(self) -> None:
+    def __init__(self, tcp: bool = False) -> None:
+        self.tcp = tcp  # also listen on 127.0.0.1 (the screenshots show a host, not a socket)
         self.dir = Path(tempfile.mkdtemp(prefix="headroom-pg-"))
         self.data = self.dir / "data"
         self.port = 5432 + (os.getpid() % 1000) + 1000
@@ -35,9 +36,12 @@ class TempCluster:
 
     def start(self) -> str:
         self._run(_bin("initdb"), "-D", str(self.data), "-A", "trust", "-U", "headroom", "--no-sync")
-        options = f"-p {self.port} -k {self.dir} -c listen_addresses='' -c fsync=off"
+        listen = "127.0.0.1" if self.tcp else ""
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses='{listen}' -c fsync=off"
         self._run(_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"),
                   "-w", "start")
+        if self.tcp:
+            return f"postgresql+psycopg://headroom@127.0.0.1:{self.port}/postgres"
         return f"postgresql+psycopg://headroom@/postgres?host={self.dir}&port={self.port}"
 
     def stop(self) -> None:
