@@ -48,6 +48,7 @@ class TeamCommands(QObject):
         self._window, self._services, self._settings = window, services, settings
         self._actions = actions
         self.team = TeamServices(services, settings)
+        self._asking = False
         services.sig_connection_lost.connect(self._on_lost)
         services.sig_selection_changed.connect(self._enable)
         services.sig_database_changed.connect(self._enable)
@@ -125,8 +126,14 @@ class TeamCommands(QObject):
         self.team.connect(connection, password, None, lambda: None, self._could_not)
 
     def _on_lost(self, reason: str) -> None:
-        if self.team.on_team and ask_switch_back(self._window, reason):
-            self.team.use_local()
+        if self._asking or not self.team.on_team:
+            return  # one question at a time, however many loads failed
+        self._asking = True
+        try:
+            if ask_switch_back(self._window, reason):
+                self.team.use_local()
+        finally:
+            self._asking = False
 
     def _enable(self, *_args) -> None:
         on_team, selected = self.team.on_team, bool(self._services.selected)
