@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from core.checkpoints import PARTS
+from desktop.models.rows import RIGHT, Index, RowsModel
 from desktop.presenters import checkpoint_rows as present
 from desktop.presenters import formatting as fmt
 from desktop.presenters.checkpoint_rows import PART_NAMES, CheckpointRow
@@ -28,31 +29,20 @@ TIPS = {"badges": "best by the chosen metric, latest on disk, and the recommende
         "loss": "training loss at the step (mean of the last logged values)",
         **{p: PART_NAMES[p][1] for p in PARTS}}
 NUMERIC = {"step", "size", "loss", "metric"}
-_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _CENTER = int(Qt.AlignmentFlag.AlignCenter)
 _GREY, _RED = QColor("#7b8794"), QColor("#c62828")
-Index = QModelIndex | QPersistentModelIndex
 
 
-class CheckpointModel(QAbstractTableModel):
+class CheckpointModel(RowsModel[CheckpointRow]):
+    column_count = len(COLUMNS)
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._rows: list[CheckpointRow] = []
         self.metric = "eval_loss"  # the metric column's series
 
     def set_rows(self, rows: list[CheckpointRow], metric: str) -> None:
-        self.beginResetModel()
-        self._rows, self.metric = list(rows), metric
-        self.endResetModel()
-
-    def row(self, row: int) -> CheckpointRow:
-        return self._rows[row]
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
+        self.metric = metric
+        self._replace(rows)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
@@ -67,7 +57,7 @@ class CheckpointModel(QAbstractTableModel):
         if role == BADGES_ROLE and key == "badges":
             return row.badges
         if role == Qt.ItemDataRole.TextAlignmentRole and key in NUMERIC:
-            return _RIGHT
+            return RIGHT
         if role == Qt.ItemDataRole.ForegroundRole and key == "status":
             return _RED if row.checkpoint.status in ("missing", "unreadable") else (
                 _GREY if row.checkpoint.status != "ok" else None)

@@ -8,42 +8,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 
+from desktop.models.rows import RIGHT, Index, RowsModel
 from desktop.presenters.findings import FindingRow
 from desktop.widgets.icons import severity_icon
 
 COLUMNS = ("Finding", "Steps", "Run", "Message")
 TITLE, STEPS, RUN, MESSAGE = range(len(COLUMNS))
-_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-Index = QModelIndex | QPersistentModelIndex
 
 
-class FindingsModel(QAbstractTableModel):
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self._rows: list[FindingRow] = []
+class FindingsModel(RowsModel[FindingRow]):
+    column_count = len(COLUMNS)
 
     def set_rows(self, rows: list[FindingRow]) -> bool:
         """Show ``rows``; False (and no reset, so the selection stays) when nothing changed."""
         if rows == self._rows:
             return False
-        self.beginResetModel()
-        self._rows = list(rows)
-        self.endResetModel()
+        self._replace(rows)
         return True
-
-    def row(self, row: int) -> FindingRow:
-        return self._rows[row]
 
     def row_of(self, key: tuple[int, int]) -> int | None:
         return next((i for i, r in enumerate(self._rows) if r.key == key), None)
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
@@ -56,7 +42,7 @@ class FindingsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return f"{row.finding.severity}: {row.finding.message}"
         if role == Qt.ItemDataRole.TextAlignmentRole and column == STEPS:
-            return _RIGHT
+            return RIGHT
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation,

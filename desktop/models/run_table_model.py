@@ -11,15 +11,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from PySide6.QtCore import (
-    QAbstractTableModel,
-    QModelIndex,
-    QPersistentModelIndex,
-    QSortFilterProxyModel,
-    Qt,
-)
+from PySide6.QtCore import QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor
 
+from desktop.models.rows import RIGHT, Index, RowsModel
 from desktop.presenters import live_status
 from desktop.presenters.run_columns import (
     COLUMN_INDEX,
@@ -35,37 +30,30 @@ from tracker.db.runs import RunSummary
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 _CRASHED = QColor("#c62828")
-_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
 SEVERITY = COLUMN_INDEX["severity"]
 STATUS = COLUMN_INDEX["status"]
 _STATUS_COLOURS = {status: QColor(colour) for status, colour in live_status.COLOURS.items()}
-Index = QModelIndex | QPersistentModelIndex
 
 
-class RunTableModel(QAbstractTableModel):
+class RunTableModel(RowsModel[RunRow]):
     """One row per run, one column per :data:`COLUMNS` entry."""
+
+    column_count = len(COLUMNS)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._rows: list[RunRow] = []
         self._sort: tuple[int, bool] | None = None
 
     # ---- Public API
 
     def set_runs(self, runs: list[RunSummary]) -> None:
         """Replace the rows (keeping the current sort order)."""
-        self.beginResetModel()
-        self._rows = [make_row(r) for r in runs]
-        if self._sort is not None:
-            self._rows = sort_rows(self._rows, *self._sort)
-        self.endResetModel()
+        rows = [make_row(r) for r in runs]
+        self._replace(rows if self._sort is None else sort_rows(rows, *self._sort))
 
     def run(self, row: int) -> RunSummary:
         return self._rows[row].run
-
-    def row_data(self, row: int) -> RunRow:
-        return self._rows[row]
 
     def row_of(self, run_id: int) -> int | None:
         return next((i for i, r in enumerate(self._rows) if r.run.id == run_id), None)
@@ -78,12 +66,6 @@ class RunTableModel(QAbstractTableModel):
 
     # ---- Qt model interface
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
@@ -95,7 +77,7 @@ class RunTableModel(QAbstractTableModel):
         if role == SORT_ROLE:
             return row.keys[column]
         if role == Qt.ItemDataRole.TextAlignmentRole:
-            return _RIGHT if COLUMNS[column].numeric else _LEFT
+            return RIGHT if COLUMNS[column].numeric else _LEFT
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(row, column)
         if role == Qt.ItemDataRole.DecorationRole and column == SEVERITY:
@@ -117,7 +99,7 @@ class RunTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DecorationRole and section == SEVERITY:
             return severity_icon("warning")
         if role == Qt.ItemDataRole.TextAlignmentRole:
-            return _RIGHT if COLUMNS[section].numeric else _LEFT
+            return RIGHT if COLUMNS[section].numeric else _LEFT
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
@@ -170,7 +152,7 @@ class RunFilterProxy(QSortFilterProxyModel):
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
-        row = self.sourceModel().row_data(source_row)
+        row = self.sourceModel().row(source_row)
         return matches(row, self._text, self._tag, self._format)
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:

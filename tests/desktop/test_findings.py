@@ -183,7 +183,7 @@ def test_severity_column_sorts_and_filters(qtbot, services, runs):
     assert order == ["critical", "critical", "warning", "info", None]
     from desktop.presenters.run_columns import matches
 
-    assert {model.run(i).name for i in range(5) if matches(model.row_data(i), "critical")} == {
+    assert {model.run(i).name for i in range(5) if matches(model.row(i), "critical")} == {
         "diverged", "oom"}
 
 

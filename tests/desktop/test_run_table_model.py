@@ -42,7 +42,7 @@ def test_every_column_sorts_both_ways_with_missing_values_last(corpus_runs):
     for column in range(len(COLUMNS)):
         for order in (Qt.SortOrder.AscendingOrder, Qt.SortOrder.DescendingOrder):
             proxy.sort(column, order)
-            keys = [model.row_data(proxy.mapToSource(proxy.index(r, 0)).row()).keys[column]
+            keys = [model.row(proxy.mapToSource(proxy.index(r, 0)).row()).keys[column]
                     for r in range(proxy.rowCount())]
             present = [k for k in keys if k is not None]
             assert keys == present + [None] * (len(keys) - len(present)), COLUMNS[column].key
@@ -108,9 +108,9 @@ def test_thousands_of_runs_sort_and_filter_correctly(qtmodeltester):
     runs = _synthetic(5000)
     model, proxy = _models(runs)
     proxy.sort(COLUMN_INDEX["last_loss"], Qt.SortOrder.AscendingOrder)
-    first = model.row_data(proxy.mapToSource(proxy.index(0, 0)).row()).run
+    first = model.row(proxy.mapToSource(proxy.index(0, 0)).row()).run
     assert first.stat("loss", "last") == min(r.stat("loss", "last") for r in runs if r.series)
-    last = model.row_data(proxy.mapToSource(proxy.index(proxy.rowCount() - 1, 0)).row()).run
+    last = model.row(proxy.mapToSource(proxy.index(proxy.rowCount() - 1, 0)).row()).run
     assert not last.series  # runs without a loss go last
     proxy.set_filters("", "sweep", "hf_trainer")
     assert proxy.rowCount() == sum(1 for i in range(5000) if i % 10 == 0 and i % 2 == 0)
