@@ -154,7 +154,8 @@ def write_megatron(folder: Path, log: Log) -> Path:
     loss, lr, mem, tps = (log.columns[m].tolist() for m in METRICS)
     with open(path, "w") as f:
         for i, step in enumerate(log.steps.tolist(), start=0):
-            f.write(f" [2026-01-01 00:{i // 60 % 60:02d}:{i % 60:02d}] iteration {step + 1:8d}/{len(loss):8d} |"
+            stamp = f"[2026-01-01 00:{i // 60 % 60:02d}:{i % 60:02d}]"
+            f.write(f" {stamp} iteration {step + 1:8d}/{len(loss):8d} |"
                     f" consumed samples: {(step + 1) * 512:12d} | elapsed time per iteration (ms): "
                     f"{512 * 4096 / tps[i] * 1000:.1f} | learning rate: {lr[i]:.6E} | global batch size:"
                     f"   512 | lm loss: {loss[i]:.6E} | loss scale: 1.0 | grad norm: 1.234 | number of "
@@ -329,7 +330,8 @@ def mlflow(python: str | None, steps: int, total: int, work: Path, rows: list[li
         return
     seconds = float(done.stdout.strip().splitlines()[-1])
     points = steps * len(METRICS)
-    note = "" if points == total else f"measured on {points:,} points; all {total:,}: ~{seconds * total / points:.0f} s"
+    projected = seconds * total / points
+    note = "" if points == total else f"measured on {points:,} points; all {total:,}: ~{projected:.0f} s"
     rows.append(["MLflow", "log_batch into SQLite", f"{points:,}", f"{seconds:.2f}",
                  _rate(points, seconds), note])
 

@@ -169,10 +169,9 @@ def to_gib(value: float, unit: str) -> float:
 
 def size_text(n_bytes: float) -> str:
     """A size on disk as people read it: 512 B, 3.4 MiB, 15.2 GiB (binary units, as GPUs)."""
-    if abs(n_bytes) < 1024:
-        return f"{n_bytes:.0f} B"
-    for unit in ("KiB", "MiB", "GiB"):
+    units = ("B", "KiB", "MiB", "GiB")
+    power = 0
+    while abs(n_bytes) >= 1024 and power < len(units) - 1:
         n_bytes /= 1024
-        if abs(n_bytes) < 1024:
-            break
-    return f"{n_bytes:.1f} {unit}"
+        power += 1
+    return f"{n_bytes:.0f} B" if power == 0 else f"{n_bytes:.1f} {units[power]}"

@@ -241,7 +241,8 @@ def _store_log(
             twin = s.execute(select(Run).where(Run.content_key == content_key)).scalar_one_or_none()
             if twin is not None:
                 result.status, result.run_id, result.run_name = "duplicate", twin.id, twin.name
-                result.reason = "unchanged" if twin is existing else f"same content as run {twin.id} ({twin.source_path})"
+                result.reason = ("unchanged" if twin is existing
+                                 else f"same content as run {twin.id} ({twin.source_path})")
                 if twin is existing:
                     _save_stats(s, twin.id, sources)
                 return result

@@ -172,7 +172,8 @@ def _concat(a: Series, b: Series) -> Series:
     wall = None
     if a.wall_time is not None and b.wall_time is not None:
         wall = np.concatenate([a.wall_time, b.wall_time])
-    return Series(b.name, np.concatenate([a.steps, b.steps]), np.concatenate([a.values, b.values]), b.original, wall)
+    steps, values = np.concatenate([a.steps, b.steps]), np.concatenate([a.values, b.values])
+    return Series(b.name, steps, values, b.original, wall)
 
 
 def _set_summary(row: SeriesRow, summary: Summary) -> None:

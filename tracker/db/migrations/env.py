@@ -1,9 +1,9 @@
 """Alembic environment: runs revisions on the engine the store hands over."""
 
 from alembic import context
+from sqlmodel import SQLModel
 
 from tracker.db import schema  # noqa: F401  (registers the tables on the metadata)
-from sqlmodel import SQLModel
 
 config = context.config
 target_metadata = SQLModel.metadata
