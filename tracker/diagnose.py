@@ -40,13 +40,19 @@ ARCHITECTURE = ("n_layers", "hidden", "vocab", "n_params")
 
 
 def enrich(session: Session, run_id: int, source: Path, log: RunLog) -> None:
-    """Ingest step: diagnose the freshly stored run (and refresh runs it changes the verdict of)."""
-    diagnose_run(session, run_id)
+    """Ingest step: diagnose the freshly stored run (and refresh runs it changes the verdict of).
+
+    The reader's series are the stored ones, whole, so they are used as they are
+    rather than read back from the database.
+    """
+    series = {name: s for name, s in log.series.items() if _wanted(name)}
+    diagnose_run(session, run_id, series=series)
 
 
-def diagnose_run(session: Session, run_id: int, *, refresh_peers: bool = True) -> list[Finding]:
+def diagnose_run(session: Session, run_id: int, *, refresh_peers: bool = True,
+                 series: dict[str, Series] | None = None) -> list[Finding]:
     """Run every rule on a stored run and store its findings in place of the previous ones."""
-    data = run_data(session, run_id)
+    data = run_data(session, run_id, series=series)
     findings = diagnose(data)
     session.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
     session.add_all(_row(run_id, f) for f in findings)
@@ -80,13 +86,16 @@ def severities(session: Session, run_ids: Iterable[int] | None = None) -> dict[i
 # Gathering a run's data
 
 
-def run_data(session: Session, run_id: int, *, related: bool = True) -> RunData:
-    """What the rules read of a stored run; ``related`` adds the run it continues and its peers."""
+def run_data(session: Session, run_id: int, *, related: bool = True,
+             series: dict[str, Series] | None = None) -> RunData:
+    """What the rules read of a stored run; ``related`` adds the run it continues and its peers.
+    ``series`` saves reading back what the caller already holds."""
     run = session.get(Run, run_id)
     if run is None:
         raise LookupError(f"no run with id {run_id}")
     data = RunData(
-        series=_series(session, run_id, _wanted), events=_events(session, run_id),
+        series=series if series is not None else _series(session, run_id, _wanted),
+        events=_events(session, run_id),
         shape=RunShape.from_dict(run.shape), config=dict(run.config),
         checkpoints=checkpoint_store.load(session, run_id), name=run.name,
     )

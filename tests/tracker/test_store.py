@@ -166,3 +166,25 @@ def test_run_summaries_carry_the_worst_finding_severity(store):
     store.diagnose()
     assert {r.id: r.severity for r in store.runs()} == {bad: "critical", good: None}
     assert store.run(bad).severity == store.severities()[bad]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [np.arange(5), np.arange(0, 50, 10), np.array([1, 2]), np.array([7]), np.array([1, 2, 4, 8]),
+     np.array([5, 5, 5]), np.array([3, 2, 1]), np.arange(-3, 4)],
+)
+def test_steps_encoding_round_trips(steps):
+    blob = series_store.encode_steps(steps)
+    assert np.array_equal(series_store.decode_steps(blob, len(steps)), steps)
+    even = len(steps) > 2 and len(set(np.diff(steps).tolist())) == 1
+    assert len(blob) == (16 if even else 8 * len(steps))
+
+
+def test_uneven_steps_across_chunks_round_trip(store):
+    n = series_store.CHUNK + 10
+    steps = np.arange(n) * 2
+    steps[-5:] += 1  # the last chunk is not evenly spaced
+    log = RunLog(format="test", name="mixed")
+    log.add_series("loss", steps, np.ones(n))
+    run_id = _save(store, log)
+    assert np.array_equal(store.series(run_id, "loss").steps, steps)
