@@ -8,6 +8,7 @@ its source so the app can show "seq_len = 2048 (from hparams.yaml)".
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any
 
 # Allowed values of the categorical fields, for validation and the app's menus.
@@ -62,7 +63,9 @@ class RunShape:
     sources: dict[str, str] = field(default_factory=dict)
 
     @classmethod
+    @cache
     def field_names(cls) -> tuple[str, ...]:
+        """The shape's fields (cached: every row of a big runs table asks)."""
         return tuple(f.name for f in fields(cls) if f.name != "sources")
 
     def set(self, name: str, value: Any, source: str, *, overwrite: bool = True) -> None:
