@@ -168,13 +168,30 @@ def _tiny_lightning_lm():
     return TinyLM()
 
 
+def paced(seconds: float):
+    """A Trainer callback that makes each step last at least ``seconds`` (for samplers on timers)."""
+    import time
+
+    from transformers import TrainerCallback
+
+    class Paced(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.started = time.monotonic()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            time.sleep(max(0.0, seconds - (time.monotonic() - self.started)))
+
+    return Paced()
+
+
 def train_hf_reporting(out_dir: Path, tracker: str, steps: int = 16) -> Path:
     """:func:`train_hf` with the Trainer reporting to W&B (offline) or MLflow (file store).
 
     Runs in a subprocess: both libraries keep process-wide state (W&B's service,
     MLflow's active run) and sample system metrics on background threads. W&B
     writes ``out_dir/wandb/``, MLflow ``out_dir/mlruns/``; both sample system
-    metrics every second so a short run has some.
+    metrics every second, and each step is paced to last 0.2 s so that even a
+    short run spans several samples (a tiny model alone finishes in under one).
     """
     import os
     import subprocess
@@ -190,9 +207,10 @@ def train_hf_reporting(out_dir: Path, tracker: str, steps: int = 16) -> Path:
         "MLFLOW_SYSTEM_METRICS_SAMPLES_BEFORE_LOGGING": "1",
     }
     code = (
-        "import sys; from pathlib import Path; from tests.producers import train_hf; "
+        "import sys; from pathlib import Path; from tests.producers import paced, train_hf; "
         f"train_hf(Path(sys.argv[1]) / 'hf', steps={steps}, report_to=[{tracker!r}], "
-        "run_name='tiny-gpt2', save_steps=1000, load_best_model_at_end=False)"
+        "run_name='tiny-gpt2', save_steps=1000, load_best_model_at_end=False, "
+        "callbacks=[paced(0.2)])"
     )
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", code, str(out_dir)], cwd=root, env=env, check=True,
