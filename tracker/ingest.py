@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -202,8 +203,7 @@ def _ingest_unit(store: Store, unit: _Unit) -> list[FileResult]:
         if _unchanged(store, path):
             result.status, result.reason = "duplicate", "unchanged since last ingest"
             return [result]
-        before = _stat_sources([path]) if path.is_file() else None
-        logs = reader.read(path)
+        logs, before = _read_hashing(reader, path) if path.is_file() else (reader.read(path), None)
         return [_store_log(store, path, log, before, len(logs) > 1) for log in logs]
     except ReaderError as err:
         result.reason = str(err)
@@ -299,14 +299,36 @@ def _unchanged(store: Store, path: Path) -> bool:
     return True
 
 
+def _read_hashing(reader: Reader, path: Path) -> tuple[list[RunLog], list[SourceStat]]:
+    """Read a file while a second thread hashes it: hashing and file reads release the GIL,
+    so a big log's hash costs no time beside its parse."""
+    st = os.stat(path)
+    with ThreadPoolExecutor(1) as pool:
+        digest = pool.submit(_digest, path, st.st_size)
+        logs = reader.read(path)
+        return logs, [SourceStat(_absolute(path), st.st_size, st.st_mtime, digest.result())]
+
+
 def _stat_sources(paths: list[Path]) -> list[SourceStat]:
     stats = []
     for p in paths:
         st = os.stat(p)
-        with open(p, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()
-        stats.append(SourceStat(str(Path(os.path.abspath(p))), st.st_size, st.st_mtime, digest))
+        stats.append(SourceStat(_absolute(p), st.st_size, st.st_mtime, _digest(p, st.st_size)))
     return stats
+
+
+def _digest(path: Path, size: int) -> str:
+    """SHA-256 of the first ``size`` bytes: what a growing log held when it was stat'ed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while size > 0 and (chunk := f.read(min(size, 1 << 20))):
+            h.update(chunk)
+            size -= len(chunk)
+    return h.hexdigest()
+
+
+def _absolute(path: Path) -> str:
+    return str(Path(os.path.abspath(path)))
 
 
 def _content_hash(root: Path, sources: list[SourceStat]) -> str:
