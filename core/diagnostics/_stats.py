@@ -59,12 +59,26 @@ def trailing_deviation(
     mad = moving_median(np.abs(np.diff(past, prepend=np.nan)), noise_window, min_history)
     sigma = MAD_SIGMA / math.sqrt(2.0) * mad
     med[:min_history] = np.nan
-    # A constant curve has no noise at all; a rounded one (4 decimals in
-    # trainer_state.json) has at least its rounding step.
-    floor = np.maximum(1e-12 + 1e-6 * np.abs(med), resolution(values))
     with np.errstate(invalid="ignore"):
-        z = (values - med) / np.maximum(sigma, floor)
+        z = (values - med) / np.maximum(sigma, _noise_floor(values, med, sigma))
     return Deviation(med, sigma, z)
+
+
+def _noise_floor(values: np.ndarray, med: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """The least noise a point is judged against.
+
+    A constant curve has no noise at all; a rounded one (4 decimals in
+    trainer_state.json) has at least its rounding step. That step is at most the
+    smallest change between neighbours, so where every noise figure is larger the
+    sort that finds it exactly is skipped (the usual case of an unrounded curve).
+    """
+    floor = 1e-12 + 1e-6 * np.abs(med)
+    changes = np.abs(np.diff(values))
+    changes = changes[changes > 0]
+    known = sigma[np.isfinite(sigma)]
+    if len(known) and len(changes) and known.min() >= changes.min():
+        return floor
+    return np.maximum(floor, resolution(values))
 
 
 def moving_median(values: np.ndarray, window: int, min_count: int) -> np.ndarray:
