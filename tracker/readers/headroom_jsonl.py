@@ -9,6 +9,7 @@ richest account of it, so it wins over the framework's own files beside it.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -35,10 +36,11 @@ def read(path: Path) -> RunLog:
         run = read(path / RUN_FILE)
         run.sources = [path / RUN_FILE]
         return run
-    data = path.read_bytes()
-    first, _, body = data.partition(b"\n")
+    data = _read(path)
+    end = data.find(b"\n")
+    end = len(data) if end < 0 else end  # the header line's end
     try:
-        header = parse_json(first.decode("utf-8", errors="replace"))
+        header = parse_json(data[:end].decode("utf-8", errors="replace"))
     except ReaderError:
         raise ReaderError("line 1: the Headroom header is not valid JSON") from None
     info = header.get("run", {}) if isinstance(header, dict) else {}
@@ -46,8 +48,9 @@ def read(path: Path) -> RunLog:
     run.started = _time(info.get("started"))
     run.shape = _shape(info.get("shape"))
     run.config = info.get("config") or {}
-    body, records = _split_records(body)
-    columns = jsonl_columns(body, first_line=2)
+    data[:end] = b" " * end  # the rows' parser skips blank lines, and line numbers stay
+    records = _take_records(data, end)
+    columns = jsonl_columns(data)
     steps = columns.pop("step", None)
     if steps is None:
         if columns:
@@ -63,19 +66,46 @@ def read(path: Path) -> RunLog:
     return run
 
 
-def _split_records(body: bytes) -> tuple[bytes, list[dict]]:
-    """Take checkpoint and event lines out of the metric rows (they are few)."""
-    if not any(key in body for key in RECORD_KEYS):
-        return body, []
-    rows, records = [], []
-    for line in body.split(b"\n"):
-        if any(key in line for key in RECORD_KEYS):
-            value = parse_json(line.decode("utf-8", errors="replace"))
-            if isinstance(value, dict):
-                records.append(value)
-                continue
-        rows.append(line)
-    return b"\n".join(rows), records
+def _read(path: Path) -> bytearray:
+    """The file as a mutable buffer, so record lines can be blanked out without a copy."""
+    with open(path, "rb") as f:
+        data = bytearray(os.fstat(f.fileno()).st_size)
+        del data[f.readinto(data):]  # a log that shrank since the stat
+    return data
+
+
+def _take_records(data: bytearray, start: int) -> list[dict]:
+    """Parse the checkpoint, event and summary records from ``start`` on and blank their lines.
+
+    Records are few: their lines are found by searching for their keys (in C),
+    not by splitting a million metric lines in Python, and blanked in place (the
+    rows' parser skips blank lines). A record line that does not parse stays, for
+    the rows' parser to judge (it leaves out a live log's half-written last line).
+    """
+    spans = sorted({_line(data, at) for key in RECORD_KEYS for at in _find_all(data, key, start)})
+    records = []
+    for begin, end in spans:
+        try:
+            value = parse_json(data[begin:end].decode("utf-8", errors="replace"))
+        except ReaderError:
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+            data[begin:end] = b" " * (end - begin)
+    return records
+
+
+def _find_all(data: bytearray, key: bytes, start: int):
+    at = data.find(key, start)
+    while at >= 0:
+        yield at
+        at = data.find(key, at + len(key))
+
+
+def _line(data: bytearray, at: int) -> tuple[int, int]:
+    """(start, end) of the line holding byte ``at``; end is its newline or the data's end."""
+    end = data.find(b"\n", at)
+    return data.rfind(b"\n", 0, at) + 1, len(data) if end < 0 else end
 
 
 def _add_record(run: RunLog, record: dict) -> None:
