@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from core.runlog import RunLog
-from tracker.readers._common import ReaderError, looks_binary, number, parse_json
+from tracker.readers._common import ReaderError, head, looks_binary, number, parse_json
 
 # Column names that count the optimizer step, most specific first.
 STEP_COLUMNS = (
@@ -70,7 +70,7 @@ def jsonl_columns(data: bytes, first_line: int = 1) -> dict[str, Column]:
     """
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
-    table = _arrow_json(data)
+    table = None if data.isspace() else _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
         table = _arrow_json(data[: data.rfind(b"\n") + 1])
@@ -108,16 +108,34 @@ def _flat_items(row: dict[str, Any], prefix: str = ""):
             yield name, value
 
 
-def _arrow_json(data: bytes):
-    """pyarrow's parse of JSON lines, or None when it refuses the input."""
+def jsonl_file_columns(path: Path) -> dict[str, Column]:
+    """:func:`jsonl_columns` of a file, parsed in place (memory-mapped) when pyarrow takes it
+    whole; a file it refuses is read for the line-by-line parse that names what is wrong."""
+    import pyarrow as pa
+
+    _text_head(path, "JSON lines")
+    with pa.memory_map(str(path)) as source:
+        table = _arrow_json(source)
+    if table is not None:
+        try:
+            return _numeric_arrow_columns(table)
+        except UnicodeDecodeError:
+            pass  # invalid UTF-8 in text values: the bytes path replaces it
+    return jsonl_columns(path.read_bytes())
+
+
+def _arrow_json(data):
+    """pyarrow's parse of JSON lines (bytes or an open pyarrow file), or None when it refuses."""
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if not data or data.isspace():
-        return None
+    if isinstance(data, bytes | bytearray):
+        if not data:
+            return None
+        data = pa.py_buffer(data)
     try:
         return pj.read_json(
-            pa.py_buffer(data),
+            data,
             read_options=pj.ReadOptions(block_size=1 << 22),
             parse_options=pj.ParseOptions(newlines_in_values=False),
         )
@@ -173,18 +191,16 @@ def csv_columns(path: Path) -> dict[str, Column]:
     import pyarrow as pa
     import pyarrow.csv as pc
 
-    data = path.read_bytes()
-    if not data or data.isspace():
-        raise ReaderError("empty file")
-    if looks_binary(data[:65536]):
-        raise ReaderError("binary data, not CSV")
+    start = _text_head(path, "CSV")
     try:
-        table = pc.read_csv(
-            pa.py_buffer(data),
-            parse_options=pc.ParseOptions(delimiter=_delimiter(path, data)),
-            # Empty and NA-style cells are missing; "nan" and "inf" written by the log are values.
-            convert_options=pc.ConvertOptions(null_values=NULL_CELLS, strings_can_be_null=True),
-        )
+        # Mapped, not read into a bytes object: pyarrow parses the page cache in place.
+        with pa.memory_map(str(path)) as source:
+            table = pc.read_csv(
+                source,
+                parse_options=pc.ParseOptions(delimiter=_delimiter(path, start)),
+                # Empty and NA-style cells are missing; "nan" and "inf" written by the log are values.
+                convert_options=pc.ConvertOptions(null_values=NULL_CELLS, strings_can_be_null=True),
+            )
     except pa.ArrowInvalid as err:
         raise ReaderError(_csv_reason(str(err))) from None
     columns = {}
@@ -193,6 +209,16 @@ def csv_columns(path: Path) -> dict[str, Column]:
         if column is not None:
             columns[name] = column
     return columns
+
+
+def _text_head(path: Path, what: str) -> bytes:
+    """The file's first 64 KiB, once empty and binary files are refused with a named error."""
+    start = head(path, 65536)
+    if not start.strip() and path.stat().st_size <= len(start):
+        raise ReaderError("empty file")
+    if looks_binary(start):
+        raise ReaderError(f"binary data, not {what}")
+    return start
 
 
 def _delimiter(path: Path, data: bytes) -> str:

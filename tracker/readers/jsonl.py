@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.runlog import RunLog
 from tracker.readers._common import ReaderError, file_run_name, flatten, head, number, parse_json
-from tracker.readers._tabular import STEP_COLUMNS, WALL_COLUMNS, add_table, jsonl_columns
+from tracker.readers._tabular import STEP_COLUMNS, WALL_COLUMNS, add_table, jsonl_file_columns
 
 SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 # Other suffixes need this many object lines in the head before the file counts as JSON lines.
@@ -36,10 +36,7 @@ def sniff(path: Path) -> float:
 
 
 def read(path: Path) -> RunLog:
-    data = path.read_bytes()
-    if not data or data.isspace():
-        raise ReaderError("empty file")
-    return add_table(RunLog(format="jsonl", name=file_run_name(path)), jsonl_columns(data))
+    return add_table(RunLog(format="jsonl", name=file_run_name(path)), jsonl_file_columns(path))
 
 
 def _head_rows(data: bytes) -> list[dict]:
