@@ -12,7 +12,7 @@ from core.diagnostics import PeerRun, RunData
 from core.diagnostics.throughput import comparable
 from core.shape import RunShape
 from tests.core.diagnostics.runs import kinds, only, read, series
-from tests.producers import train_hf
+from tests.producers import paced, train_hf
 
 STEPS, STALL_FROM = 36, 22
 
@@ -33,8 +33,11 @@ def stall_from(step: int, seconds: float):
 def test_a_stalled_data_loader_is_a_throughput_drop(tmp_path):
     from tracker.record import HFCallback
 
+    # Paced to 50 ms a step, so the machine's own hiccups (a tiny model's step takes a few ms)
+    # do not look like a drop before the stall: the test sets the rate, the stall divides it by 10.
     train_hf(tmp_path, steps=STEPS, eval_steps=STEPS, save_steps=STEPS, logging_steps=1,
-             load_best_model_at_end=False, callbacks=[HFCallback(), stall_from(STALL_FROM, 0.5)])
+             load_best_model_at_end=False,
+             callbacks=[HFCallback(), paced(0.05), stall_from(STALL_FROM, 0.5)])
     run = read(tmp_path / "headroom.jsonl")
     drop = only(run, "throughput_drop")
     assert drop.metric == "tokens_per_s" and not drop.evidence["recovered"]
