@@ -82,11 +82,25 @@ class AppServices(QObject):
 
     # ---- Runs
 
-    def load_runs(self, on_done: Callable[[list[RunSummary]], None]) -> Worker:
-        """Read every run's summary (no points) in the background, with its live status."""
-        return self.workers.start(lambda _w: self.store.runs(),
-                                  self._current(lambda runs: on_done(self._with_live(runs))),
-                                  self._failed)
+    def load_runs(self, on_done: Callable[[Any], None],
+                  prepare: Callable[[list[RunSummary]], Any] | None = None) -> Worker:
+        """Read every run's summary (no points) in the background, with its live status.
+
+        ``prepare`` turns the runs into what ``on_done`` takes (a table's rows) on the
+        worker as well, so that with thousands of runs the window only swaps them in.
+        """
+        stale_after_s = self.stale_after_s
+
+        def read(_worker) -> tuple[Any, float | None]:
+            runs = self.store.runs()
+            soonest = live_status.apply(runs, datetime.now(UTC), stale_after_s)
+            return (runs if prepare is None else prepare(runs)), soonest
+
+        def done(result: tuple[Any, float | None]) -> None:
+            self._watch_stale(result[1])
+            on_done(result[0])
+
+        return self.workers.start(read, self._current(done), self._failed)
 
     def run_count(self) -> int:
         return self.store.run_count()
@@ -356,12 +370,15 @@ class AppServices(QObject):
     # ---- Live status and the database in use
 
     def _with_live(self, runs: list[RunSummary]) -> list[RunSummary]:
-        """Runs with the status to show now; a refresh is due when a running one goes quiet."""
-        soonest = live_status.apply(runs, datetime.now(UTC), self.stale_after_s)
+        """Runs with the status to show now."""
+        self._watch_stale(live_status.apply(runs, datetime.now(UTC), self.stale_after_s))
+        return runs
+
+    def _watch_stale(self, soonest: float | None) -> None:
+        """Refresh the runs when the first running one goes quiet, in ``soonest`` seconds."""
         if soonest is not None and QThread.currentThread() is self.thread():
             if not self._stale.isActive() or self._stale.remainingTime() > soonest * 1000:
                 self._stale.start(max(0, int(soonest * 1000)) + 50)
-        return runs
 
     @property
     def remote(self) -> bool:

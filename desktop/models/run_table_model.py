@@ -1,7 +1,7 @@
 """The runs table: a Qt model over run summaries, and a proxy that filters it.
 
-Rows are computed once per load (:mod:`desktop.presenters.run_columns`), so
-``data()`` is a tuple lookup. Sorting happens in the source model over all
+Rows are computed once per load (:mod:`desktop.presenters.run_columns`), on
+the worker that reads the runs, so ``data()`` is a tuple lookup. Sorting happens in the source model over all
 rows in one Python sort (the proxy forwards it), which keeps a click on a
 header instant for thousands of runs; the proxy only filters.
 """
@@ -20,7 +20,7 @@ from desktop.presenters.run_columns import (
     COLUMN_INDEX,
     COLUMNS,
     RunRow,
-    make_row,
+    make_rows,
     matches,
     sort_rows,
 )
@@ -49,7 +49,10 @@ class RunTableModel(RowsModel[RunRow]):
 
     def set_runs(self, runs: list[RunSummary]) -> None:
         """Replace the rows (keeping the current sort order)."""
-        rows = [make_row(r) for r in runs]
+        self.set_rows(make_rows(runs))
+
+    def set_rows(self, rows: list[RunRow]) -> None:
+        """Replace the rows with ones :func:`make_rows` made (on a worker, for thousands of runs)."""
         self._replace(rows if self._sort is None else sort_rows(rows, *self._sort))
 
     def run(self, row: int) -> RunSummary:

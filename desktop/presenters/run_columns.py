@@ -115,6 +115,10 @@ class RunRow:
     haystack: str  # lower-cased text the filter box searches
 
 
+def make_rows(runs: Iterable[RunSummary]) -> list[RunRow]:
+    return [make_row(run) for run in runs]
+
+
 def make_row(run: RunSummary) -> RunRow:
     keys = tuple(column.value(run) for column in COLUMNS)
     texts = tuple(column.cell(run, key) for column, key in zip(COLUMNS, keys, strict=True))

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from desktop import dialogs
 from desktop.models.run_table_model import RUN_ID_ROLE, RunFilterProxy, RunTableModel
-from desktop.presenters.run_columns import COLUMN_INDEX, COLUMNS
+from desktop.presenters.run_columns import COLUMN_INDEX, COLUMNS, RunRow, make_rows
 from desktop.services import AppServices
 from tracker.db.runs import RunSummary
 
@@ -103,8 +103,8 @@ class RunsPanel(QWidget):
         """
         self._loads += 1
         load = self._loads
-        self._services.load_runs(lambda runs: self._on_loaded(runs) if load == self._loads
-                                 else None)
+        self._services.load_runs(lambda rows: self._on_loaded(rows) if load == self._loads
+                                 else None, prepare=make_rows)
 
     def selected_runs(self) -> list[RunSummary]:
         return [self.model.run(self.proxy.mapToSource(i).row())
@@ -164,15 +164,15 @@ class RunsPanel(QWidget):
 
     # ---- Slots
 
-    def _on_loaded(self, runs: list[RunSummary]) -> None:
+    def _on_loaded(self, rows: list[RunRow]) -> None:
         keep = self._select_after_load or list(self._services.selected)
         self._select_after_load = []
-        self.model.set_runs(runs)
+        self.model.set_rows(rows)
         _refill(self.tag_combo, self.model.tags())
         _refill(self.format_combo, self.model.formats())
         self._on_filter()
-        if not keep and runs:
-            keep = [runs[0].id]
+        if not keep and rows:
+            keep = [rows[0].run.id]
         self.select_ids(keep)
 
     def _on_ingested(self, report) -> None:

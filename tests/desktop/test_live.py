@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from desktop.live_services import LiveServices
 from desktop.models.run_table_model import RunTableModel
 from desktop.presenters import live_status
-from desktop.presenters.run_columns import COLUMN_INDEX
+from desktop.presenters.run_columns import COLUMN_INDEX, make_rows
 from desktop.views import watch_panel
 from desktop.views.plots_panel import PlotsPanel
 from tests.desktop.helpers import ingest_and_wait
@@ -132,8 +132,9 @@ def test_a_run_whose_log_stops_growing_turns_crashed(qtbot, services, tmp_path):
     write_log(tmp_path / "done.jsonl", "done", range(1, 4), summary=True)
     ingest_and_wait(qtbot, services, [tmp_path])
     model = RunTableModel()
-    services.sig_runs_changed.connect(lambda: services.load_runs(model.set_runs))
-    services.load_runs(model.set_runs)
+    # As the runs panel loads them: statuses and rows made on the worker, swapped in after.
+    services.sig_runs_changed.connect(lambda: services.load_runs(model.set_rows, make_rows))
+    services.load_runs(model.set_rows, make_rows)
 
     def statuses() -> dict[str, str]:
         column = COLUMN_INDEX["status"]
