@@ -170,11 +170,11 @@ def report(rows: list[Row]) -> None:
     header = ["predictor", "all"] + [f"{m} ({counts[m]})" for m in METHODS]
     print(f"Median absolute % error against {len(rows)} published peaks "
           f"(- : the rule does not cover the method)\n")
-    print(f"{header[0]:28}" + "".join(f"{h:>14}" for h in header[1:]))
+    print(f"{header[0]:28}" + "".join(f" {h:>14}" for h in header[1:]))
     for name, pairs in table.items():
         cells = [_median([e for _, e in pairs])]
         cells += [_median([e for m, e in pairs if m == method]) for method in METHODS]
-        print(f"{name:28}" + "".join(f"{c:>14}" for c in cells))
+        print(f"{name:28}" + "".join(f" {c:>14}" for c in cells))
 
 
 def _median(values: list[float]) -> str:
