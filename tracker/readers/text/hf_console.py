@@ -15,9 +15,7 @@ per epoch, or else counted. The ``TrainingArguments(...)`` dump, the
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from core.runlog import RunLog
 from tracker.readers._trainer_rows import Row, parameter_info, parse_row, trainer_shape
 from tracker.readers.text import _devices, deepspeed
 from tracker.readers.text._engine import Context, Dialect, Rule
@@ -245,9 +243,6 @@ DIALECT = Dialect(
 )
 
 
-def sniff(path: Path) -> float:
-    return DIALECT.sniff(path)
-
-
-def read_runs(path: Path) -> list[RunLog]:
-    return DIALECT.read_runs(path)
+# The reader interface (tracker.readers) is the dialect's own.
+sniff = DIALECT.sniff
+read_runs = DIALECT.read_runs

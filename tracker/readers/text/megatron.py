@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from core.metrics import GIB
-from core.runlog import RunLog
 from core.train_args import shape_fields
 from tracker.readers.text import _devices, deepspeed
 from tracker.readers.text._engine import Context, Dialect, Rule
@@ -250,9 +248,6 @@ DIALECT = Dialect(
 )
 
 
-def sniff(path: Path) -> float:
-    return DIALECT.sniff(path)
-
-
-def read_runs(path: Path) -> list[RunLog]:
-    return DIALECT.read_runs(path)
+# The reader interface (tracker.readers) is the dialect's own.
+sniff = DIALECT.sniff
+read_runs = DIALECT.read_runs

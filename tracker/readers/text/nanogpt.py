@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from core.runlog import RunLog
 from tracker.readers.text import _devices
 from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._values import NUM, num
@@ -139,9 +137,6 @@ DIALECT = Dialect(
 )
 
 
-def sniff(path: Path) -> float:
-    return DIALECT.sniff(path)
-
-
-def read_runs(path: Path) -> list[RunLog]:
-    return DIALECT.read_runs(path)
+# The reader interface (tracker.readers) is the dialect's own.
+sniff = DIALECT.sniff
+read_runs = DIALECT.read_runs

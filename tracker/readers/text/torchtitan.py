@@ -15,10 +15,8 @@ reset after each line), so it is ``mem_reserved_gib`` with per-interval scope.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from core.hf_config import shape_fields
-from core.runlog import RunLog
 from tracker.readers.text import _devices
 from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._values import NUM, num
@@ -121,9 +119,6 @@ DIALECT = Dialect(
 )
 
 
-def sniff(path: Path) -> float:
-    return DIALECT.sniff(path)
-
-
-def read_runs(path: Path) -> list[RunLog]:
-    return DIALECT.read_runs(path)
+# The reader interface (tracker.readers) is the dialect's own.
+sniff = DIALECT.sniff
+read_runs = DIALECT.read_runs
