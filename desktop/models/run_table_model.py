@@ -1,9 +1,10 @@
 """The runs table: a Qt model over run summaries, and a proxy that filters it.
 
 Rows are computed once per load (:mod:`desktop.presenters.run_columns`), on
-the worker that reads the runs, so ``data()`` is a tuple lookup. Sorting happens in the source model over all
-rows in one Python sort (the proxy forwards it), which keeps a click on a
-header instant for thousands of runs; the proxy only filters.
+the worker that reads the runs, so ``data()`` is a tuple lookup. Sorting
+happens in the source model over all rows in one Python sort (the proxy
+forwards it), which keeps a click on a header instant for thousands of runs;
+the proxy only filters.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ class Column:
     present: np.ndarray
 
 
-def jsonl_rows(data: bytes, first_line: int = 1) -> list[dict[str, Any]]:
+def jsonl_rows(data: bytes) -> list[dict[str, Any]]:
     """Parse JSON lines one by one, so an error names its line.
 
     A last line without a newline that does not parse is taken as still being
@@ -45,14 +45,14 @@ def jsonl_rows(data: bytes, first_line: int = 1) -> list[dict[str, Any]]:
     """
     lines = data.split(b"\n")
     rows = []
-    for number_, raw in enumerate(lines, start=first_line):
+    for number_, raw in enumerate(lines, start=1):
         raw = raw.strip()
         if not raw:
             continue
         try:
             value = parse_json(raw.decode("utf-8", errors="replace"))
         except ReaderError as err:
-            is_last = number_ == first_line + len(lines) - 1
+            is_last = number_ == len(lines)
             if is_last and not data.endswith(b"\n"):
                 break
             raise ReaderError(f"line {number_}: {str(err).split(': ', 1)[-1]}") from None
@@ -62,7 +62,7 @@ def jsonl_rows(data: bytes, first_line: int = 1) -> list[dict[str, Any]]:
     return rows
 
 
-def jsonl_columns(data: bytes, first_line: int = 1) -> dict[str, Column]:
+def jsonl_columns(data: bytes) -> dict[str, Column]:
     """Numeric columns of a JSON-lines byte string, NaN where a row lacks the key.
 
     Nested objects are flattened with "/" (``{"eval": {"loss": 1}}`` gives
@@ -70,16 +70,16 @@ def jsonl_columns(data: bytes, first_line: int = 1) -> dict[str, Column]:
     """
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
-    table = None if data.isspace() else _arrow_json(data)
+    table = _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
         table = _arrow_json(data[: data.rfind(b"\n") + 1])
     if table is None:
-        return rows_to_columns(jsonl_rows(data, first_line))
+        return rows_to_columns(jsonl_rows(data))
     try:
         return _numeric_arrow_columns(table)
     except UnicodeDecodeError:  # pyarrow keeps invalid UTF-8 in text values as it found it
-        return jsonl_columns(data.decode("utf-8", errors="replace").encode("utf-8"), first_line)
+        return jsonl_columns(data.decode("utf-8", errors="replace").encode("utf-8"))
 
 
 def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, Column]:
@@ -130,7 +130,7 @@ def _arrow_json(data):
     import pyarrow.json as pj
 
     if isinstance(data, bytes | bytearray):
-        if not data:
+        if not data or data.isspace():
             return None
         data = pa.py_buffer(data)
     try:
