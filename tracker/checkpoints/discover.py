@@ -154,7 +154,9 @@ def _named_best(found: list[Checkpoint], named: list[CheckpointRef]) -> str | No
 def _key(written: str, base: Path, found: dict[str, Checkpoint]) -> str:
     """Where a written path is here; for one that is nowhere here, where it would be.
 
-    A checkpoint found in a folder the config names keeps its absolute path.
+    A checkpoint found in a folder the config names keeps its absolute path, and
+    so does a missing one under the run folder (a path Headroom stored itself);
+    another machine's absolute path would be in the run folder by its name.
     """
     local = locate(written, base)
     if local is not None:
@@ -162,7 +164,9 @@ def _key(written: str, base: Path, found: dict[str, Checkpoint]) -> str:
     if written in found:
         return written
     path = Path(written)
-    return str(base / path.name if path.is_absolute() else Path(os.path.normpath(base / path)))
+    if not path.is_absolute():
+        return str(Path(os.path.normpath(base / path)))
+    return str(path if path.is_relative_to(base) else base / path.name)
 
 
 def _add_ref(found: dict[str, Checkpoint], ref: CheckpointRef, base: Path) -> None:

@@ -110,6 +110,18 @@ def test_a_best_checkpoint_named_by_a_relative_path_is_missing(corpus):
     assert gone.path == str(source.parent / "results" / "checkpoint-45706")
 
 
+def test_a_missing_checkpoint_stays_one_across_rescans(corpus, store):
+    folder = corpus / "hf_trainer/ananyakaligal__Gemma2B-Finetuning"
+    run_id = _ingest(store, folder)
+    # A rescan takes the stored (absolute) path of the missing checkpoint as the logs' word.
+    for _ in range(2):
+        found = manager.rescan(store, run_id)
+        assert sorted(c.path for c in found) == [str(folder / "checkpoint-68559"),
+                                                 str(folder / "results" / "checkpoint-45706")]
+    gone, = (c for c in found if c.status == "missing")
+    assert gone.named_best and gone.step == 45706
+
+
 def test_a_best_checkpoint_from_another_machine_is_missing_here(corpus, store):
     folder = corpus / "hf_trainer/P4P4N1CK__whisper-large-v2-japanese-5k-steps"
     run_id = _ingest(store, folder)
