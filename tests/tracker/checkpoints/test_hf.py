@@ -55,7 +55,7 @@ def test_best_follows_the_trainer_unless_the_user_chooses(hf_run, store):
     assert answer.best.named_best
     assert Path(answer.best.path).name == Path(state["best_model_checkpoint"]).name
     assert answer.latest.step == 24 and answer.resume.checkpoint.step == 24
-    expected = f'trainer.train(resume_from_checkpoint="{hf_run / "checkpoint-24"}")'
+    expected = f"trainer.train(resume_from_checkpoint={str(hf_run / 'checkpoint-24')!r})"
     assert answer.resume.command == expected
     mine, by_step = _by_step(store, run_id, "eval_loss", "min")
     lowest = min(by_step.values(), key=lambda c: c.metrics["eval_loss"])
