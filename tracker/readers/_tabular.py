@@ -15,7 +15,16 @@ from typing import Any
 import numpy as np
 
 from core.runlog import RunLog
-from tracker.readers._common import ReaderError, head, looks_binary, number, parse_json
+from tracker.readers._common import (
+    ReaderError,
+    check_depth,
+    check_file_depth,
+    head,
+    looks_binary,
+    number,
+    parse_json,
+    read_regular,
+)
 
 # Column names that count the optimizer step, most specific first.
 STEP_COLUMNS = (
@@ -70,6 +79,7 @@ def jsonl_columns(data: bytes) -> dict[str, Column]:
     """
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
+    check_depth(data)
     table = _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
@@ -114,6 +124,7 @@ def jsonl_file_columns(path: Path) -> dict[str, Column]:
     import pyarrow as pa
 
     _text_head(path, "JSON lines")
+    check_file_depth(path)
     with pa.memory_map(str(path)) as source:
         table = _arrow_json(source)
     if table is not None:
@@ -121,7 +132,7 @@ def jsonl_file_columns(path: Path) -> dict[str, Column]:
             return _numeric_arrow_columns(table)
         except UnicodeDecodeError:
             pass  # invalid UTF-8 in text values: the bytes path replaces it
-    return jsonl_columns(path.read_bytes())
+    return jsonl_columns(read_regular(path))
 
 
 def _arrow_json(data):
