@@ -214,8 +214,8 @@ def _ingest_unit(store: Store, unit: _Unit) -> list[FileResult]:
         result.reason = _db_reason(err)
     except OSError as err:
         result.reason = f"cannot read: {err.strerror or err}"
-    except Exception as err:  # a reader bug must not stop the other files
-        log.exception("reader failed on %s", path)
+    except Exception as err:  # a reader bug must not stop the other files, nor print a traceback
+        log.debug("reader failed on %s", path, exc_info=True)
         first = str(err).splitlines()[0] if str(err) else ""
         result.reason = f"could not read ({type(err).__name__}: {first})"
     return [result]
