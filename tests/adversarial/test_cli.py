@@ -3,7 +3,6 @@ a brand-new database created by two processes at once."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -70,7 +69,7 @@ def test_numeric_flags_are_checked_with_a_clear_message(capsys, args, message):
 
 def test_two_processes_creating_a_new_database_at_once(tmp_path):
     """Both ran the initial migration: "table run already exists" for one of them."""
-    start = time.time() + 3
+    start = time.time() + 2
     code = ("import sys, time\nfrom tracker.store import Store\n"
             f"time.sleep(max(0, {start} - time.time()))\n"
             "for path in sys.argv[1:]:\n    Store(path).close()\n")

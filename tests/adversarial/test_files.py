@@ -29,11 +29,12 @@ def test_fifos_named_like_checkpoints_are_skipped_not_opened(tmp_path):
     assert files["run"]["status"] == "ingested"
     assert files["ckpt.pt"]["status"] == "error"
     assert files["ckpt.pt"]["reason"] == "not a regular file (a FIFO): skipped"
-    listing = isolated(cli_code("checkpoints", "1", "--db", db, "--json"))
-    found = {Path(c["path"]).name: c for c in json.loads(listing.stdout)["checkpoints"]}
-    assert found["ckpt.pt"]["status"] == "unreadable"
-    assert "ckpt.pt: not a regular file (a FIFO): skipped" in found["ckpt.pt"]["warnings"]
-    assert any("FIFO" in w for w in found["checkpoint-10"]["warnings"])
+    from tracker.store import Store
+
+    found = {Path(c.path).name: c for c in Store(db).checkpoints(1)}
+    assert found["ckpt.pt"].status == "unreadable"
+    assert "ckpt.pt: not a regular file (a FIFO): skipped" in found["ckpt.pt"].warnings
+    assert any("FIFO" in w for w in found["checkpoint-10"].warnings)
 
 
 def test_a_self_symlink_checkpoint_is_one_warning(tmp_path, store, capsys, no_tracebacks):

@@ -8,7 +8,6 @@ Nothing is ever executed: each hostile pickle would create a marker file.
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import pytest
 

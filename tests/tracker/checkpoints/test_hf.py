@@ -10,6 +10,7 @@ import pytest
 
 from core.checkpoints import ADAPTER_WARNING, MISSING_WARNINGS
 from tracker.checkpoints import manager
+from tracker.ingest import ingest
 
 # HF pickles TrainingArguments into every checkpoint: torch's weights_only loader refuses it.
 ARGS = "training_args.bin would run "
@@ -17,7 +18,6 @@ ARGS = "training_args.bin would run "
 
 def besides_args(warnings: list[str]) -> list[str]:
     return [w for w in warnings if not w.startswith(ARGS)]
-from tracker.ingest import ingest
 
 
 def _state(run: Path) -> dict:
