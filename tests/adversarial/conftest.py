@@ -54,17 +54,6 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def trash(tmp_path, monkeypatch) -> Path:
-    """The system trash, redirected into the test's folder."""
-    from send2trash import plat_other
-
-    home = tmp_path / "xdg"
-    monkeypatch.setattr(plat_other, "XDG_DATA_HOME", bytes(home))
-    monkeypatch.setattr(plat_other, "HOMETRASH_B", bytes(home / "Trash"))
-    return home / "Trash" / "files"
-
-
-@pytest.fixture
 def no_tracebacks(caplog):
     """Fails the test when anything logged a traceback (one line per bad file, no more)."""
     yield
