@@ -69,3 +69,19 @@ def test_what_torch_and_numpy_save_in_checkpoints_passes(tmp_path):
         assert info.dangerous == [] and info.value["step"] == 7
         torch.load(p, weights_only=True)  # torch agrees
     assert inspect_file(rng).dangerous == []
+
+
+def test_hf_argument_records_are_noted_not_flagged(tmp_path):
+    """training_args.bin pickles TrainingArguments: torch refuses it too, and it is said so."""
+    import torch
+
+    path = tmp_path / "training_args.bin"
+    path.write_bytes(calling("transformers.training_args", "TrainingArguments", "out"))
+
+    info = inspect_file(path)
+
+    assert info.dangerous == [] and not any(" would run " in w for w in info.warnings())
+    assert info.records == ["transformers.training_args.TrainingArguments"]
+    assert "needs torch.load(weights_only=False)" in info.notes()[0]
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(path, weights_only=True)

@@ -44,6 +44,7 @@ class FileInfo:
     value: Any = None
     tensor_names: list[str] | None = None
     dangerous: list[str] = field(default_factory=list)
+    records: list[str] = field(default_factory=list)  # a framework's argument classes
     error: str = ""
     lfs_size: int | None = None  # the size the Git-LFS pointer stands for
 
@@ -70,6 +71,12 @@ class FileInfo:
             out.append(f"{name} would run {', '.join(self.dangerous)} if loaded; "
                        "torch.load(weights_only=True) refuses it: load it only from a source you trust")
         return out
+
+    def notes(self) -> list[str]:
+        if not self.records:
+            return []
+        return [f"{self.path.name} needs torch.load(weights_only=False), which would build "
+                f"{', '.join(self.records)}: the training framework's record of its arguments"]
 
 
 def inspect_file(path: Path, deep: bool = True) -> FileInfo:
@@ -180,6 +187,7 @@ def _take(info: FileInfo, fmt: str, found) -> None:
     info.format = fmt
     info.value = found.value
     info.dangerous = found.dangerous
+    info.records = found.records
     info.tensor_names = state_dict_names(found.value)
 
 

@@ -107,6 +107,7 @@ def add_files(ckpt: Checkpoint, files: list[FileInfo]) -> None:
                           f"{stands_for / 1024**3:.2f} GiB not fetched")
     for f in files:
         ckpt.warnings.extend(w for w in f.warnings() if w not in ckpt.warnings)
+        ckpt.notes.extend(n for n in f.notes() if n not in ckpt.notes)
 
 
 def walk_files(folder: Path) -> list[Path]:

@@ -48,6 +48,18 @@ SAFE_GLOBALS = frozenset({
       for name in ("_reconstruct", "scalar")),
     "numpy.ndarray", "numpy.dtype",
 })
+# What HF and accelerate pickle into training_args.bin, the record of a run's arguments that no
+# resume loads. torch's weights_only loader refuses these too, so they are reported; but as the
+# framework's own record (a note), not as code planted in the file (a warning).
+ARGUMENT_RECORDS = frozenset({
+    "transformers.training_args.TrainingArguments",
+    "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+    "transformers.training_args.OptimizerNames", "transformers.trainer_utils.IntervalStrategy",
+    "transformers.trainer_utils.SaveStrategy", "transformers.trainer_utils.SchedulerType",
+    "transformers.trainer_utils.HubStrategy", "transformers.trainer_utils.FSDPOption",
+    "transformers.debug_utils.DebugOption", "transformers.trainer_pt_utils.AcceleratorConfig",
+    "accelerate.state.PartialState", "accelerate.utils.dataclasses.DistributedType",
+})
 # torch's dtypes (torch.float32, torch.bfloat16, torch.float8_e4m3fn ...).
 _TORCH_DTYPE = re.compile(r"^(q?u?int|float|complex|bits)\d+(x\d+)?(_[a-z0-9]+)*$"
                           r"|^(bool|half|float|double|long|int|short|cfloat|cdouble|chalf|bfloat16)$")
@@ -118,7 +130,13 @@ class Scan:
     @property
     def dangerous(self) -> list[str]:
         """Globals outside the allowlist: loading the file would call them."""
-        return sorted(g.qualname for g in self.globals if not is_safe(g))
+        return sorted(g.qualname for g in self.globals
+                      if not is_safe(g) and g.qualname not in ARGUMENT_RECORDS)
+
+    @property
+    def records(self) -> list[str]:
+        """A framework's argument classes: loading needs weights_only=False, as for any global."""
+        return sorted(g.qualname for g in self.globals if g.qualname in ARGUMENT_RECORDS)
 
 
 

@@ -39,9 +39,7 @@ def test_json_lists_every_checkpoint_with_the_fields_scripts_need(run, capsys):
     best = [c for c in data["checkpoints"] if c["is_best"]]
     latest = [c for c in data["checkpoints"] if c["is_latest"]]
     assert [c["path"] for c in best] == [data["best"]] and [c["step"] for c in latest] == [24]
-    assert data["resume"]["step"] == 24
-    # The only warning: HF's pickled TrainingArguments, which weights_only=True refuses.
-    assert [w.split(" would run ")[0] for w in data["resume"]["warnings"]] == ["training_args.bin"]
+    assert data["resume"]["step"] == 24 and data["resume"]["warnings"] == []
     assert data["resume"]["command"].startswith("trainer.train(resume_from_checkpoint=")
     assert data["resume_from_best"]["path"] == data["best"]
 
@@ -63,9 +61,7 @@ def test_text_listing_shows_badges_and_the_resume_command(run, capsys):
     assert "MOSR?T" in out and "M-SR?T" in out
     assert "resume from: " + str(folder / "checkpoint-16") in out
     assert "because: latest complete checkpoint: step 16" in out
-    assert "because: step 24 is newer but lacks optimizer" in out
-    assert [line for line in out.splitlines() if "warning:" in line
-            and "training_args.bin would run" not in line] == []
+    assert "because: step 24 is newer but lacks optimizer" in out and "warning" not in out
 
 
 def test_retention_plan_deletes_nothing_until_confirmed(run, capsys, trash):
