@@ -1,11 +1,13 @@
 """TFRecord framing, the container of TensorBoard event files.
 
 A record is a little-endian uint64 length, the masked CRC-32C of those 8 bytes,
-the payload, and the masked CRC-32C of the payload. One loop finds where the
-records are (it has to: each length says where the next one starts) and checks
-both checksums of each whole record with google-crc32c, in C: about half a
-microsecond for a small record, milliseconds for an 8 MB one. TensorBoard's own
-loader checks them in pure Python at about 14 µs a record.
+the payload, and the masked CRC-32C of the payload. A Python loop finds where
+the records are (it has to: each length says where the next one starts); the
+checksums are then verified grouped by record length: short records (nearly all
+of a file: one scalar each) at once with numpy, a byte column at a time across
+all of them; long ones one whole record at a time with google-crc32c, in C (a
+byte column at a time, one 8 MB record took 37 s). TensorBoard's own loader
+checks them in pure Python, record by record, at about 14 µs each.
 """
 
 from __future__ import annotations
@@ -20,17 +22,27 @@ from tracker.readers._common import ReaderError
 HEADER = 12  # length, masked crc of the length
 FOOTER = 4  # masked crc of the payload
 _MASK_DELTA = 0xA282EAD8
+_POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
+_BLOCK_BYTES = 1 << 22  # bytes of records checked per numpy pass, to bound memory
+# Records longer than this are checked one by one in C: numpy's pass costs a loop step per byte.
+_LONG = 256
+
+
+def _table() -> np.ndarray:
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(_POLY), table >> 1).astype(np.uint32)
+    return table
+
+
+_CRC_TABLE = _table()
 
 
 def masked_crc(data: bytes) -> int:
     """TFRecord's masked CRC-32C of one payload (rotated and offset, as TensorFlow does)."""
     import google_crc32c
 
-    return _mask(google_crc32c.value(data))
-
-
-def _mask(crc: int) -> int:
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+    return _mask_one(google_crc32c.value(data))
 
 
 def frame(payload: bytes) -> bytes:
@@ -69,29 +81,84 @@ def scan(data: bytes) -> Records:
     starts = np.array(offsets, dtype=np.int64)
     # Each record ends where the next one's header starts: the lengths need no second list.
     lengths = np.diff(starts, append=end) - (HEADER + FOOTER)
-    return Records(starts + HEADER, lengths, incomplete)
+    records = Records(starts + HEADER, lengths, incomplete)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    headers = records.offsets - HEADER
+    _verify(buf, headers, np.full(len(records), 8), headers + 8, headers,
+            "damaged record header (length checksum mismatch)")
+    _verify(buf, records.offsets, records.lengths, records.offsets + records.lengths, headers,
+            "damaged record (checksum mismatch)")
+    return records
 
 
 def _frame(data: bytes) -> tuple[list[int], int, int | None]:
-    """Where each complete, checked record starts, where the last one ends, where an
-    incomplete one starts."""
-    import google_crc32c
-
-    crc = google_crc32c.value
-    unpack_length = struct.Struct("<Q").unpack_from
-    unpack_crc = struct.Struct("<I").unpack_from
+    """Where each complete record starts, where the last one ends, where an incomplete one starts."""
+    unpack = struct.Struct("<Q").unpack_from
     starts: list[int] = []
+    add = starts.append
     pos, size = 0, len(data)
     while pos + HEADER <= size:
-        where = f"record {len(starts) + 1:,} at byte {pos:,}"
-        if _mask(crc(data[pos : pos + 8])) != unpack_crc(data, pos + 8)[0]:
-            raise ReaderError(f"{where}: damaged record header (length checksum mismatch)")
-        (length,) = unpack_length(data, pos)
+        (length,) = unpack(data, pos)
         end = pos + HEADER + length + FOOTER
-        if end > size:  # cut short: still being written
+        if end > size:
+            # Cut short, or a damaged length pointing past the end: the checksum tells which.
+            if masked_crc(data[pos : pos + 8]) != struct.unpack_from("<I", data, pos + 8)[0]:
+                raise ReaderError(f"record {len(starts) + 1:,} at byte {pos:,}: "
+                                  "damaged record header (length checksum mismatch)")
             return starts, pos, pos
-        if _mask(crc(data[pos + HEADER : end - FOOTER])) != unpack_crc(data, end - FOOTER)[0]:
-            raise ReaderError(f"{where}: damaged record (checksum mismatch)")
-        starts.append(pos)
+        add(pos)
         pos = end
     return starts, pos, (pos if pos < size else None)
+
+
+def _verify(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, crc_at: np.ndarray,
+            headers: np.ndarray, damage: str) -> None:
+    """Check the masked CRC-32C of each buf[start:start+length] against the uint32 at ``crc_at``."""
+    stored = _gather(buf, crc_at, 4).view("<u4").ravel()
+    for length in np.unique(lengths):
+        rows = np.flatnonzero(lengths == length)
+        if length > _LONG:
+            _verify_long(buf, starts, int(length), stored, rows, headers, damage)
+            continue
+        step = max(1, _BLOCK_BYTES // max(int(length), 1))
+        for block in range(0, len(rows), step):
+            part = rows[block : block + step]
+            bad = np.flatnonzero(_mask(_crc32c(_gather(buf, starts[part], int(length)))) != stored[part])
+            if len(bad):
+                first = int(part[bad[0]])
+                raise ReaderError(f"record {first + 1:,} at byte {int(headers[first]):,}: {damage}")
+
+
+def _verify_long(buf: np.ndarray, starts: np.ndarray, length: int, stored: np.ndarray,
+                 rows: np.ndarray, headers: np.ndarray, damage: str) -> None:
+    """The same check for long records, each whole record's CRC computed by google-crc32c."""
+    import google_crc32c
+
+    data = buf.data
+    for row in rows.tolist():
+        start = int(starts[row])
+        if _mask_one(google_crc32c.value(bytes(data[start : start + length]))) != stored[row]:
+            raise ReaderError(f"record {row + 1:,} at byte {int(headers[row]):,}: {damage}")
+
+
+def _mask_one(crc: int) -> int:
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def _gather(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """Rows of ``width`` bytes starting at each of ``starts`` (rows of a sliding window)."""
+    if width == 0:
+        return np.zeros((len(starts), 0), dtype=np.uint8)
+    return np.lib.stride_tricks.sliding_window_view(buf, width)[starts]
+
+
+def _crc32c(rows: np.ndarray) -> np.ndarray:
+    """CRC-32C of each row of a byte matrix, a byte column at a time."""
+    crc = np.full(len(rows), 0xFFFFFFFF, dtype=np.uint32)
+    for column in rows.T:
+        crc = _CRC_TABLE[(crc ^ column) & 0xFF] ^ (crc >> 8)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+def _mask(crc: np.ndarray) -> np.ndarray:
+    return ((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)

@@ -17,7 +17,7 @@ from tracker.readers import ReaderError, best_reader
 from tracker.readers import tensorboard as tb
 from tracker.readers._restarts import Points, untangle
 from tracker.readers._scalar_events import decode
-from tracker.readers._tfrecord import frame, scan
+from tracker.readers._tfrecord import _crc32c, frame, scan
 
 TB = "tensorboard"
 MEGATRON = "elena-lyulina__Megatron-LM-Attention-Benchmark/correctness_full_flash_1node_1gpu_tp1_pp1_1728401"
@@ -197,6 +197,16 @@ def test_framing_round_trip_and_truncation():
     assert [data[o : o + n] for o, n in zip(records.offsets, records.lengths, strict=True)] == payloads
     cut = scan(data[:-1])
     assert len(cut) == 2 and cut.incomplete_at == len(data) - len(frame(payloads[2]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.binary(max_size=80), min_size=1, max_size=20))
+def test_vectorised_crc_is_crc32c(rows):
+    import google_crc32c
+
+    for row in rows:
+        matrix = np.frombuffer(row, dtype=np.uint8).reshape(1, -1)
+        assert int(_crc32c(matrix)[0]) == google_crc32c.value(row)
 
 
 _EVENTS = st.builds(
