@@ -70,18 +70,27 @@ class Store:
         return found[0]
 
     def find_run(self, ref: str) -> RunSummary:
-        """A run by id, or by exact (then unique partial) name."""
-        if ref.isdigit():
-            return self.run(int(ref))
+        """A run by id (ASCII digits) or by its exact name; never by a pattern.
+
+        A name that matches no run exactly gets the runs whose names contain it
+        as suggestions, not as an answer: ``%`` or ``_`` must never pick a run.
+        """
+        if ref.isascii() and ref.isdigit():
+            run_id = int(ref)
+            if run_id > 2**63 - 1:
+                raise RunNotFound(f"no run with id {ref[:30]}")
+            return self.run(run_id)
         with self.session() as s:
             ids = s.execute(select(Run.id).where(Run.name == ref)).scalars().all()
-            if not ids:
-                ids = s.execute(select(Run.id).where(Run.name.contains(ref))).scalars().all()
+            near = [] if ids or not ref.strip() else s.execute(
+                select(Run.id, Run.name).where(Run.name.contains(ref, autoescape=True))
+                .order_by(Run.id).limit(4)).all()
         if len(ids) == 1:
             return self.run(ids[0])
-        if not ids:
-            raise RunNotFound(f"no run named {ref!r}")
-        raise RunNotFound(f"{len(ids)} runs match {ref!r}; give the id (headroom runs)")
+        if ids:
+            raise RunNotFound(f"{len(ids)} runs are named {ref!r}; give the id (headroom runs)")
+        hint = "; did you mean " + ", ".join(f"{n!r} (run {i})" for i, n in near) if near else ""
+        raise RunNotFound(f"no run named {ref!r}{hint}")
 
     def series(self, run_id: int, name: str) -> Series:
         """A stored series with all its points (NaN and Inf as stored)."""

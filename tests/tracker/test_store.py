@@ -117,7 +117,9 @@ def test_edits_tags_user_shape_and_delete(store):
     run = store.run(run_id)
     assert (run.name, run.notes, run.tags) == ("renamed", "lr too high", ["a100", "baseline"])
     assert run.shape.seq_len == 4096 and run.shape.sources["seq_len"] == "user"
-    assert store.find_run("renam").id == run_id
+    assert store.find_run("renamed").id == run_id
+    with pytest.raises(RunNotFound, match=r"did you mean 'renamed' \(run \d+\)"):
+        store.find_run("renam")  # a part of a name suggests, never picks
     assert store.delete_runs([run_id]) == 1
     with pytest.raises(RunNotFound):
         store.run(run_id)

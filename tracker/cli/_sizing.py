@@ -42,6 +42,12 @@ def build_spec(args: argparse.Namespace) -> ModelSpec:
     hidden, heads = given.get("hidden", spec.hidden), given.get("n_heads", spec.n_heads)
     if hidden % heads:
         raise SetupError(f"--hidden {hidden} is not divisible by {heads} heads")
+    kv_heads = given.get("n_kv_heads", spec.n_kv_heads)
+    if kv_heads > heads:
+        raise SetupError(f"more KV heads ({kv_heads}) than heads ({heads})")
+    if heads % kv_heads:
+        raise SetupError(f"{heads} heads are not divisible into {kv_heads} KV heads (each KV head "
+                         "serves a whole group of heads)")
     reshaped = "hidden" in given or "n_heads" in given
     head_dim = hidden // heads if reshaped else spec.head_dim
     # An overridden architecture no longer has the preset's exact count.

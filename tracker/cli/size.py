@@ -8,6 +8,7 @@ interval and the runs it leaned on) comes beside it.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from tracker.cli._output import fail, print_json, print_table
@@ -66,13 +67,20 @@ def add_parser(sub, parents) -> None:
     p.set_defaults(handler=run)
 
 
+# Parameter counts past this are typing slips (1e400 is infinity), not models.
+MAX_PARAMS = 1e15
+
+
 def _count(text: str) -> float:
     from core.models import ModelError, parse_count
 
     try:
-        return parse_count(text)
+        value = parse_count(text)
     except ModelError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+    if not math.isfinite(value) or value > MAX_PARAMS:
+        raise argparse.ArgumentTypeError(f"not a parameter count: {text!r} (at most {MAX_PARAMS:.0e})")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -8,6 +8,8 @@ reader never waits for an ingest and a killed process leaves it consistent.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
@@ -108,16 +110,52 @@ def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest revision this code knows.
 
     Raises SchemaError when the database was written by a newer Headroom,
-    rather than touching a schema it does not understand.
+    rather than touching a schema it does not understand. Migrations run one
+    process at a time: two processes opening a brand-new database at once
+    would both create its tables ("table run already exists").
     """
     from alembic import command
 
-    state = schema_state(engine)
-    if state == "current":
+    if schema_state(engine) == "current":
         return
-    if state == "newer":
-        raise SchemaError(
-            f"the database schema ({current_revision(engine)}) is newer than this Headroom "
-            "understands; upgrade Headroom to open it"
-        )
-    command.upgrade(_alembic_config(engine), "head")
+    with _migration_lock(engine):
+        state = schema_state(engine)  # another process may have migrated it meanwhile
+        if state == "current":
+            return
+        if state == "newer":
+            raise SchemaError(
+                f"the database schema ({current_revision(engine)}) is newer than this Headroom "
+                "understands; upgrade Headroom to open it"
+            )
+        command.upgrade(_alembic_config(engine), "head")
+
+
+# Any fixed number: the key of the PostgreSQL advisory lock that serialises migrations.
+_PG_LOCK_KEY = 0x4845414452  # "HEADR"
+
+
+@contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    """An exclusive lock across processes: a lock file beside an SQLite database, an advisory
+    lock on a server; none where neither applies (a read-only folder, an in-memory database)."""
+    with ExitStack() as stack:
+        if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+            _lock_file(stack, Path(f"{engine.url.database}-migrate.lock"))
+        elif engine.dialect.name == "postgresql":
+            conn = stack.enter_context(engine.connect())
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _PG_LOCK_KEY})
+            stack.callback(conn.commit)
+            stack.callback(conn.execute, text("SELECT pg_advisory_unlock(:key)"),
+                           {"key": _PG_LOCK_KEY})
+        yield
+
+
+def _lock_file(stack: ExitStack, path: Path) -> None:
+    try:
+        import fcntl
+
+        handle = stack.enter_context(open(path, "a"))  # noqa: SIM115 (closed by the stack)
+    except (ImportError, OSError):  # no flock here, or a folder we may not write to
+        return
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    stack.callback(fcntl.flock, handle, fcntl.LOCK_UN)
