@@ -24,6 +24,9 @@ from core.memory.spec import ModelSpec
 _ACT_SAVES = {"silu": 1, "gelu": 1, "relu": 1, "gelu_new": 4}
 LOGITS_EAGER = 12  # fp32 log-softmax saved, then its fp32 gradient and the logits' gradient
 LOGITS_FUSED = 4  # Megatron's vocab-parallel CE keeps one fp32 softmax, gradient in place
+LOSS_CHUNKS = 8  # torchtune's CEWithChunkedOutputLoss default: one chunk upcast at a time
+# torchtune's OffloadActivations keeps the layer being computed and the one being copied.
+OFFLOAD_RESIDENT_LAYERS = 2
 
 
 @dataclass(frozen=True)
@@ -55,10 +58,10 @@ def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
     width = spec.active_intermediate if moe else spec.intermediate
     norm_in = (e if spec.norm == "layer" else 4.0) * h  # HF's RMSNorm upcasts its input
     attn_in_saved, mlp_in_saved = _inputs_saved(setup)
-    if setup.fused_layers:
+    if setup.fused_layers or setup.compile:  # one fused norm kernel saves its 16-bit input
         norm_in = e * h
     rep = spec.norms_per_layer / 2 * (2 * norm_in + e * h * (attn_in_saved + mlp_in_saved))
-    if full and not setup.fused_layers and spec.norm != "layer":
+    if full and not (setup.fused_layers or setup.compile) and spec.norm != "layer":
         rep += spec.norms_per_layer * e * h  # normalised value kept for the weight's gradient
     rep += 2 * h if spec.dropout else 0.0  # hidden dropout masks, one byte each
     split = _attention(spec, setup, e, qd, kvd, attn_in_saved)
@@ -106,6 +109,8 @@ def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
 
 
 def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: bool) -> float:
+    if setup.compile:  # the min-cut partitioner keeps the matmul outputs, recomputes the rest
+        return e * width * (2 if spec.gated_mlp else 1)
     if spec.gated_mlp:  # gate output, activation output, up output; product for down_proj
         return e * width * (3 + down_input_saved)
     # transformers writes GPT-2's tanh GELU as five ops; other frameworks call a fused one.
@@ -140,19 +145,26 @@ def _routed(spec: ModelSpec, name: str) -> float:
 def block_bytes(spec: ModelSpec, setup: Setup) -> float:
     """Activation bytes of all transformer blocks on the busiest GPU (first pipeline stage)."""
     lay = setup.layout
-    tokens = setup.micro_batch * setup.seq_len
-    s, tp, sp = setup.seq_len, lay.tp, lay.sequence_parallel
+    tokens = local_tokens(setup)
+    s, tp, sp = setup.seq_len // lay.cp, lay.tp, lay.sequence_parallel
     dense = layer_per_token(spec, setup, moe=False).total(s, tp, sp)
     moe = layer_per_token(spec, setup, moe=True).total(s, tp, sp) if spec.is_moe else 0.0
     n_moe = spec.moe_layers
     per_layer = [dense] * (spec.n_layers - n_moe) + [moe] * n_moe
     layers = spec.n_layers / lay.pp
+    if setup.activation_offload:  # the rest wait in CPU memory
+        layers = min(layers, OFFLOAD_RESIDENT_LAYERS)
     if setup.recompute == "full":
         kept = element_bytes(setup) * spec.hidden / (tp if sp else 1)
         stored = kept * layers * _in_flight(setup)
         return tokens * (stored + max(per_layer))  # one layer is rebuilt during backward
     mean = sum(per_layer) / len(per_layer)
     return tokens * mean * layers * _in_flight(setup)
+
+
+def local_tokens(setup: Setup) -> float:
+    """Tokens of one micro batch on one GPU: context parallelism splits the sequence."""
+    return setup.micro_batch * setup.seq_len / setup.layout.cp
 
 
 def _in_flight(setup: Setup) -> float:
@@ -173,8 +185,7 @@ def _in_flight(setup: Setup) -> float:
 def edge_bytes(spec: ModelSpec, setup: Setup) -> float:
     """Embedding output, final norm and LM-head input, on the stage that holds them."""
     e = element_bytes(setup)
-    tokens = setup.micro_batch * setup.seq_len
-    return tokens * (8 + (4.0 + 3 * e) * spec.hidden) / setup.layout.tp
+    return local_tokens(setup) * (8 + (4.0 + 3 * e) * spec.hidden) / setup.layout.tp
 
 
 def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
@@ -183,16 +194,20 @@ def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
     Hugging Face models keep the bf16 logits and an fp32 log-softmax, and the
     loss's backward adds two fp32 gradients while every activation is still
     held (14 bytes per logit at the peak); Megatron's fused cross-entropy keeps
-    about 6. Fused / chunked losses (Liger, Cut Cross-Entropy) avoid the tensor.
+    about 6. A chunked loss keeps the 16-bit logits and upcasts one chunk at a
+    time; a fused one (Liger, Cut Cross-Entropy) never makes the tensor.
     """
     e = element_bytes(setup)
     tp = setup.layout.tp
     if setup.method == "inference":
         return setup.micro_batch * spec.vocab * (e + 4) / tp  # only the last position
-    if setup.fused_loss:
+    if setup.loss == "fused":
         return 0.0
-    extra = LOGITS_FUSED if setup.fused_layers else LOGITS_EAGER
-    return setup.micro_batch * setup.seq_len * spec.vocab * (e + extra) / tp
+    if setup.loss == "chunked":
+        extra = LOGITS_EAGER / LOSS_CHUNKS
+    else:
+        extra = LOGITS_FUSED if setup.fused_layers else LOGITS_EAGER
+    return local_tokens(setup) * spec.vocab * (e + extra) / tp
 
 
 def inference_bytes(spec: ModelSpec, setup: Setup) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.memory import activations as act
-from core.memory.precision import PRECISIONS, frozen_bytes, optimizer_state_bytes
+from core.memory.precision import PAGED, PRECISIONS, frozen_bytes, optimizer_state_bytes
 from core.memory.setup import Setup, check
 from core.memory.spec import ModelSpec
 
@@ -53,6 +53,12 @@ class Estimate:
     terms: PeakTerms = PeakTerms(0.0, 0.0, 0.0, 0.0)
     stage: str = "first"  # pipeline stage reported (the busier of first and last)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    paged: float = 0.0  # paged optimizer state: on the device while resident, outside torch
+
+    @property
+    def required(self) -> float:
+        """Device bytes the run cannot do without: paged state yields to the GPU's need."""
+        return self.device - self.paged
 
     def gib(self) -> dict[str, float]:
         return {k: v / GIB for k, v in self.breakdown.items()}
@@ -124,6 +130,7 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     trainable = trainable_params(spec, setup)
     static = _static(spec, setup, trainable * frac, frac)
     dynamic = _dynamic(spec, setup, stage)
+    paged = static.pop("paged")
     overhead = WORKSPACE_GIB * GIB + static.pop("buckets")
     backward = static["weights"] + static["optimizer"] + static["persistent_grads"]
     backward += dynamic["activations"] + dynamic["logits"] + dynamic["kv_cache"] + overhead
@@ -143,13 +150,13 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     terms = PeakTerms(backward - dynamic["activations"] - dynamic["logits"], step,
                       dynamic["activations"], dynamic["logits"])
     reserved = allocated * RESERVED_FACTOR
-    device = reserved + (CUDA_CONTEXT_GIB + (NCCL_GIB if lay.n_gpus > 1 else 0.0)) * GIB
+    device = reserved + (CUDA_CONTEXT_GIB + (NCCL_GIB if lay.n_gpus > 1 else 0.0)) * GIB + paged
     return Estimate(
         breakdown=breakdown, allocated=allocated, reserved=reserved, device=device,
         phase="backward" if at_backward and setup.training else (
             "optimizer step" if setup.training else "generation"),
         trainable_params=trainable, total_params=spec.total_params, terms=terms, stage=name,
-        notes=tuple(_notes(spec, setup, static, breakdown)),
+        notes=tuple(_notes(spec, setup, static, breakdown)), paged=paged,
     )
 
 
@@ -164,13 +171,14 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
     p = _precision(setup)
     grad_bytes = 4.0 if setup.fp32_grads and p.master else p.grad
     grads = trainable * grad_bytes / mp
-    optimizer = trainable * (p.master + optimizer_state_bytes(setup.optimizer, p.state)) / mp
+    if setup.optimizer_in_backward:  # each gradient is applied and freed as it is made
+        grads = min(grads, spec.largest_tensor_params * grad_bytes / mp)
+    moments = trainable * optimizer_state_bytes(setup.optimizer, p.state) / mp
     if setup.optimizer == "adafactor":
-        optimizer += _adafactor_bytes(spec, setup) * frac / mp
-    if setup.optimizer == "none":
-        optimizer = trainable * p.master / mp
+        moments += _adafactor_bytes(spec, setup) * frac / mp
+    optimizer = trainable * p.master / mp + moments
     gathered = 0.0
-    if lay.shards_params and lay.dp > 1:
+    if lay.shards_params and lay.shard_group > 1:
         # DeepSpeed's largest_layer_memory: 16-bit params and grads of the biggest module,
         # gathered whole (less the shard of it already counted); a frozen base has no grads.
         per_param = 4.0 if setup.method == "full" else 2.0
@@ -179,16 +187,18 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
     if lay.offload_params:
         weights = 0.0
     weights += gathered
-    if lay.shards_grads and lay.dp > 1:
-        grads /= lay.dp if lay.fsdp != "hybrid" else dp_shards
-    if lay.shards_optimizer and lay.dp > 1:
-        optimizer /= lay.dp if lay.fsdp != "hybrid" else dp_shards
+    shards = dp_shards if lay.fsdp == "hybrid" else lay.shard_group
+    if lay.shards_grads and shards > 1:
+        grads /= shards
+    if lay.shards_optimizer and shards > 1:
+        optimizer, moments = optimizer / shards, moments / shards
     if lay.offload_optimizer:  # ZeRO-Offload keeps gradients and states on the CPU
-        optimizer, grads = 0.0, 0.0
+        optimizer, grads, moments = 0.0, 0.0, 0.0
+    paged = moments if setup.optimizer in PAGED else 0.0
     persistent = grads if _grads_persist(setup) else 0.0
     buckets = grads if _ddp_buckets(setup) else 0.0
-    return {"weights": weights, "gradients": grads, "optimizer": optimizer,
-            "persistent_grads": persistent, "buckets": buckets}
+    return {"weights": weights, "gradients": grads, "optimizer": optimizer - paged,
+            "persistent_grads": persistent, "buckets": buckets, "paged": paged}
 
 
 def _precision(setup: Setup):
@@ -229,6 +239,8 @@ def _adafactor_bytes(spec: ModelSpec, setup: Setup) -> float:
 
 def _grads_persist(setup: Setup) -> bool:
     """Gradients held at the start of backward: accumulation, or a framework's own buffers."""
+    if setup.optimizer_in_backward:
+        return True  # the one gradient being applied (see _static)
     return setup.grad_accum > 1 or setup.fused_layers or setup.framework == "deepspeed" or (
         setup.layout.zero > 0)
 
@@ -273,8 +285,11 @@ def _notes(spec: ModelSpec, setup: Setup, static: dict, breakdown: dict) -> list
     notes = []
     if setup.training and breakdown["gradients"] < static["gradients"]:
         notes.append("peak at the start of backward: gradients appear as activations are freed")
-    if setup.optimizer == "paged-adamw-8bit":
-        notes.append("paged 8-bit Adam can move its state to CPU memory under pressure")
+    if setup.optimizer in PAGED:
+        notes.append("the paged optimizer's moments live in unified memory outside PyTorch's "
+                     "counters and move to CPU memory when the GPU runs short")
+    if setup.optimizer_in_backward:
+        notes.append("optimizer steps inside backward: one gradient at a time is held")
     if setup.layout.offload_optimizer:
         notes.append("optimizer state and fp32 gradients live in CPU memory")
     return notes

@@ -79,6 +79,7 @@ def optimizer_state_bytes(optimizer: str, state: float) -> float:
         "adamw": 2 * state,
         "adamw-8bit": 2.0 + 8.0 / 2048,
         "paged-adamw-8bit": 2.0 + 8.0 / 2048,
+        "paged-adamw": 2 * 4.0,  # bitsandbytes' 32-bit paged AdamW keeps fp32 moments
         "sgd": 0.0,
         "sgd-momentum": state,
         "adafactor": 0.0,
@@ -86,4 +87,9 @@ def optimizer_state_bytes(optimizer: str, state: float) -> float:
     }[optimizer]
 
 
-OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "none")
+OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
+              "adafactor", "none")
+# bitsandbytes' paged optimizers allocate their moments with cudaMallocManaged: unified memory
+# outside PyTorch's caching allocator (torch's counters never see it; nvidia-smi does while it is
+# resident), which the driver pages to CPU memory when the GPU runs short.
+PAGED = ("paged-adamw", "paged-adamw-8bit")

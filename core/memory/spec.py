@@ -198,6 +198,11 @@ class ModelSpec:
         return max(blocks + [self.vocab * self.hidden])
 
     @property
+    def largest_tensor_params(self) -> int:
+        """The biggest single parameter: what optimizer-in-backward holds a gradient of."""
+        return max([self.vocab * self.hidden] + [m.d_in * m.d_out for m in self.matrices])
+
+    @property
     def active_params(self) -> float:
         """Parameters a token passes through (MoE: active and shared experts only)."""
         if not self.is_moe:

@@ -54,18 +54,23 @@ def build_setup(args: argparse.Namespace) -> Setup:
     recompute = args.recompute or ("full" if args.grad_checkpointing else "none")
     layout = Layout(
         n_gpus=args.gpus, zero=args.zero, fsdp=args.fsdp, offload_optimizer=args.offload,
-        offload_params=args.offload_params, tp=args.tp, pp=args.pp, sequence_parallel=args.sp,
+        offload_params=args.offload_params, tp=args.tp, pp=args.pp, cp=args.cp,
+        sequence_parallel=args.sp,
         pp_schedule="interleaved" if args.interleave else "1f1b",
         virtual_stages=args.interleave or 1,
     )
+    precision = "fp8" if args.fp8 else args.precision or default_precision(method)
     return Setup(
-        method=method, precision=args.precision or default_precision(method),
+        method=method, precision=precision,
         optimizer=args.optimizer or default_optimizer(method),
         lora_rank=args.lora_rank, lora_targets=args.lora_targets,
         lora_dropout=not args.no_lora_dropout, quant_type=args.quant_type,
         double_quant=not args.no_double_quant, micro_batch=args.batch, seq_len=args.seq,
         grad_accum=args.grad_accum, recompute=recompute, attention=args.attention,
-        fused_loss=args.fused_loss, framework=_framework(args.framework), layout=layout,
+        loss="fused" if args.fused_loss else "chunked" if args.chunked_loss else "standard",
+        activation_offload=args.activation_offload,
+        optimizer_in_backward=args.optimizer_in_backward, compile=args.compile,
+        framework=_framework(args.framework), layout=layout,
     )
 
 

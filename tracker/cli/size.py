@@ -12,6 +12,9 @@ from pathlib import Path
 
 from tracker.cli._output import fail, print_json, print_table
 
+OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
+              "adafactor", "none")
+
 ARCH = ("layers", "hidden", "heads", "kv_heads", "vocab", "intermediate")
 
 
@@ -29,9 +32,9 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--precision", choices=("fp32", "fp16", "bf16", "mixed-fp16", "mixed-bf16",
                                            "fp8", "int8", "nf4"),
                    help="default: mixed-bf16 for full and LoRA, nf4 for QLoRA, bf16 for inference")
-    p.add_argument("--optimizer", choices=("adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
-                                           "sgd-momentum", "adafactor", "none"),
-                   help="default: adamw for training, none for inference (sgd has no momentum)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS,
+                   help="default: adamw for training, none for inference (sgd has no momentum; "
+                        "paged-adamw is bitsandbytes' 32-bit paged AdamW)")
     p.add_argument("--lora-rank", type=_positive, default=16, metavar="R")
     p.add_argument("--lora-targets", default="all-linear",
                    choices=("qv", "attention", "all-linear"))
@@ -44,7 +47,18 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--grad-checkpointing", action="store_true", help="same as --recompute full")
     p.add_argument("--recompute", choices=("none", "selective", "full"))
     p.add_argument("--attention", default="sdpa", choices=("eager", "sdpa", "flash"))
-    p.add_argument("--fused-loss", action="store_true", help="chunked / fused cross-entropy")
+    loss = p.add_mutually_exclusive_group()
+    loss.add_argument("--fused-loss", action="store_true",
+                      help="fused linear cross-entropy: logits never materialised (Liger, CCE)")
+    loss.add_argument("--chunked-loss", action="store_true",
+                      help="cross-entropy over chunks of 16-bit logits (torchtune, LitGPT)")
+    p.add_argument("--activation-offload", action="store_true",
+                   help="saved activations moved to CPU memory during forward (torchtune)")
+    p.add_argument("--optimizer-in-backward", action="store_true",
+                   help="each gradient applied and freed as backward makes it (torchtune)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--fp8", action="store_true",
+                   help="float8 linears (torchao / Transformer Engine): same as --precision fp8")
     p.add_argument("--framework", default="hf", help="hf (default), megatron, deepspeed, ...")
     p.add_argument("--gpus", type=_positive, default=1, metavar="N", help="GPUs in the run")
     p.add_argument("--zero", type=int, default=0, choices=(0, 1, 2, 3))
@@ -53,6 +67,8 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--offload-params", action="store_true", help="offload parameters (ZeRO-3)")
     p.add_argument("--tp", type=_positive, default=1, metavar="T")
     p.add_argument("--pp", type=_positive, default=1, metavar="P")
+    p.add_argument("--cp", type=_positive, default=1, metavar="C",
+                   help="context parallelism: the sequence split over C GPUs")
     p.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
     p.add_argument("--interleave", type=_positive, metavar="V",
                    help="interleaved pipeline schedule with V virtual stages per GPU")
