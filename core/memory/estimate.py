@@ -88,7 +88,9 @@ class _Stage:
     def params(self, spec: ModelSpec) -> float:
         n = spec.block_params * self.block_fraction
         n += spec.embedding_params if self.embedding else 0
-        n += spec.head_params if self.head else 0
+        if self.head:  # a tied head on its own pipeline stage is a copy of the embedding
+            n += spec.vocab * spec.hidden if spec.tied_embeddings and not self.embedding else (
+                spec.head_params)
         return n
 
 
@@ -96,11 +98,7 @@ def _stages(spec: ModelSpec, setup: Setup) -> dict[str, _Stage]:
     pp = setup.layout.pp
     if pp == 1:
         return {"only": _Stage(1.0, True, True)}
-    tied_head_first = spec.tied_embeddings  # a tied head still needs its copy on the last stage
-    return {
-        "first": _Stage(1 / pp, True, False),
-        "last": _Stage(1 / pp, False, True or tied_head_first),
-    }
+    return {"first": _Stage(1 / pp, True, False), "last": _Stage(1 / pp, False, True)}
 
 
 def estimate(spec: ModelSpec, setup: Setup) -> Estimate:
@@ -177,16 +175,9 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
     if setup.optimizer == "adafactor":
         moments += _adafactor_bytes(spec, setup) * frac / mp
     optimizer = trainable * p.master / mp + moments
-    gathered = 0.0
-    if lay.shards_params and lay.shard_group > 1:
-        # DeepSpeed's largest_layer_memory: 16-bit params and grads of the biggest module,
-        # gathered whole (less the shard of it already counted); a frozen base has no grads.
-        per_param = 4.0 if setup.method == "full" else 2.0
-        gathered = per_param * spec.largest_layer_params * (1 - 1 / dp_shards) / mp
-        weights = weights / dp_shards
-    if lay.offload_params:
-        weights = 0.0
-    weights += gathered
+    if lay.shards_params and (lay.shard_group > 1 or lay.offload_params):
+        layer_grads = p.grad if setup.method == "full" else 0.0
+        weights = _sharded_weights(spec, setup, weights, frac, layer_grads)
     shards = dp_shards if lay.fsdp == "hybrid" else lay.shard_group
     if lay.shards_grads and shards > 1:
         grads /= shards
@@ -194,11 +185,28 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
         optimizer, moments = optimizer / shards, moments / shards
     if lay.offload_optimizer:  # ZeRO-Offload keeps gradients and states on the CPU
         optimizer, grads, moments = 0.0, 0.0, 0.0
+    if lay.offload_params:  # FSDP's CPUOffload moves gradients with the parameters
+        grads = 0.0
     paged = moments if setup.optimizer in PAGED else 0.0
     persistent = grads if _grads_persist(setup) else 0.0
     buckets = grads if _ddp_buckets(setup) else 0.0
     return {"weights": weights, "gradients": grads, "optimizer": optimizer - paged,
             "persistent_grads": persistent, "buckets": buckets, "paged": paged}
+
+
+def _sharded_weights(spec: ModelSpec, setup: Setup, local: float, frac: float,
+                     grad_bytes: float) -> float:
+    """Weights on one GPU under ZeRO-3 / FSDP: its shard plus the module being gathered.
+
+    ``local`` is this GPU's share before data sharding. DeepSpeed's estimator
+    (largest_layer_memory + 18Ψ/N): the biggest module's parameters, and when
+    it trains their 16-bit gradients, gathered whole into buffers of their own
+    beside the shard, in their stored dtype (a quantised base stays packed).
+    """
+    per_param = local * setup.layout.tp / (spec.total_params * frac) + grad_bytes
+    layer = per_param * spec.largest_layer_params / setup.layout.tp
+    shard = 0.0 if setup.layout.offload_params else local / setup.layout.param_shards
+    return shard + layer
 
 
 def _precision(setup: Setup):

@@ -191,6 +191,8 @@ def _problems(spec: ModelSpec, s: Setup):
         yield f"--pp {lay.pp} is more stages than the model's {spec.n_layers} layers"
     if lay.zero and lay.fsdp:
         yield "choose ZeRO or FSDP, not both"
+    if lay.zero >= 2 and lay.pp > 1:
+        yield "DeepSpeed's pipeline engine runs with ZeRO stage 0 or 1 only (--pp with --zero 1)"
     if lay.offload_params and not lay.shards_params:
         yield "parameter offload needs ZeRO-3 or FSDP full sharding"
     if lay.sequence_parallel and lay.tp == 1:

@@ -52,7 +52,7 @@ def test_zero_3_adds_the_gathered_largest_layer():
     spec = _spec(n_params=PSI)
     setup = Setup(fp32_grads=False, layout=Layout(n_gpus=64, zero=3))
     # 16Ψ/N_d (1.875 GB) plus DeepSpeed's largest_layer_memory = 4 x largest layer.
-    expected = 16 * PSI / 64 + 4 * spec.largest_layer_params * (1 - 1 / 64)
+    expected = 16 * PSI / 64 + 4 * spec.largest_layer_params
     assert sum(model_states(spec, setup).values()) == pytest.approx(expected)
 
 
