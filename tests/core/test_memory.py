@@ -160,13 +160,3 @@ def test_more_layers_never_needs_less(spec, setup, extra):
     deeper = replace(spec, n_layers=spec.n_layers + extra, n_params=None)
     shallow = replace(spec, n_params=None)
     assert estimate(deeper, setup).allocated >= estimate(shallow, setup).allocated
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.sampled_from(SPECS), setups, st.sampled_from([2, 4, 8, 64]))
-def test_more_zero_sharding_never_needs_more(spec, setup, gpus):
-    setup = _valid(setup)
-    if not setup.training:
-        return
-    peaks = [estimate(spec, setup.but(n_gpus=gpus, zero=z)).allocated for z in (0, 1, 2, 3)]
-    assert peaks == sorted(peaks, reverse=True)
