@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -82,7 +83,7 @@ def size_parser() -> argparse.ArgumentParser:
     size.add_parser(sub, [common_options()])
     parser = sub.choices["size"]
 
-    def refuse(message: str):  # "argument --optimizer: invalid choice: 'paged-adamw' (choose ..."
+    def refuse(message: str) -> NoReturn:  # "argument --optimizer: invalid choice: 'paged-adamw' (choose ..."
         match = re.match(r"argument (--[\w-]+).*?invalid choice: '([^']*)'", message)
         raise NotYetSayable(f"{match[1]} {match[2]}" if match else message)
 
