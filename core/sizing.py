@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from core.calibration import Calibrated, Calibration
 from core.gpus import GPU
-from core.memory import GIB, Estimate, ModelSpec, Setup, estimate
+from core.memory import GIB, Estimate, Layout, ModelSpec, Setup, estimate, frameworks
 from core.planner import DEFAULT_MFU, MARGIN, Fit, Plan, Predict, check_fit, fits, plan
 
 DEFAULT_PRECISION = {"full": "mixed-bf16", "lora": "mixed-bf16", "qlora": "nf4",
@@ -33,6 +34,29 @@ def default_precision(method: str) -> str:
 
 def default_optimizer(method: str) -> str:
     return "none" if method == "inference" else "adamw"
+
+
+def planned_setup(method: str, framework: str = "hf", layout: Layout | None = None,
+                  **stated: Any) -> Setup:
+    """A Setup from what the user stated; the framework's defaults fill the rest, then ours.
+
+    ``stated`` holds Setup fields the user gave (None values count as unsaid).
+    A preset never sets what would contradict a stated field: torchtune's
+    optimizer-in-backward yields to stated gradient accumulation.
+    """
+    layout = layout or Layout()
+    stated = {k: v for k, v in stated.items() if v is not None}
+    preset = frameworks.framework(framework)
+    fields: dict[str, Any] = {"precision": default_precision(method),
+                              "optimizer": default_optimizer(method)}
+    if method != "inference":
+        fields.update(preset.setup_fields(method, layout.n_gpus))
+        if method == "qlora":
+            fields["precision"] = default_precision(method)
+        if stated.get("grad_accum", 1) > 1 or layout.offload_optimizer:
+            fields.pop("optimizer_in_backward", None)
+    fields.update(stated)
+    return Setup(method=method, framework=preset.name, layout=layout, **fields)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.memory import activations as act
+from core.memory.frameworks import framework as framework_preset
 from core.memory.precision import PAGED, PRECISIONS, frozen_bytes, optimizer_state_bytes
 from core.memory.setup import Setup, check
 from core.memory.spec import ModelSpec
@@ -129,7 +130,7 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     static = _static(spec, setup, trainable * frac, frac)
     dynamic = _dynamic(spec, setup, stage)
     paged = static.pop("paged")
-    overhead = WORKSPACE_GIB * GIB + static.pop("buckets")
+    overhead = WORKSPACE_GIB * GIB + static.pop("buckets") + _zero_buckets(spec, setup)
     backward = static["weights"] + static["optimizer"] + static["persistent_grads"]
     backward += dynamic["activations"] + dynamic["logits"] + dynamic["kv_cache"] + overhead
     step = static["weights"] + static["optimizer"] + static["gradients"] + overhead
@@ -176,8 +177,7 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
         moments += _adafactor_bytes(spec, setup) * frac / mp
     optimizer = trainable * p.master / mp + moments
     if lay.shards_params and (lay.shard_group > 1 or lay.offload_params):
-        layer_grads = p.grad if setup.method == "full" else 0.0
-        weights = _sharded_weights(spec, setup, weights, frac, layer_grads)
+        weights = _sharded_weights(spec, setup, weights, frac, _gathered_bytes(setup, p))
     shards = dp_shards if lay.fsdp == "hybrid" else lay.shard_group
     if lay.shards_grads and shards > 1:
         grads /= shards
@@ -194,8 +194,20 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
             "persistent_grads": persistent, "buckets": buckets, "paged": paged}
 
 
+def _gathered_bytes(setup: Setup, p) -> float | None:
+    """Bytes per parameter of a module gathered whole: its 16-bit weights and gradients.
+
+    None: the weights as stored (a frozen or quantised base), no gradients.
+    FSDP2 in torchtitan reduces in fp32, so one layer's gradients are fp32.
+    """
+    if setup.method != "full":
+        return None
+    grads = 4.0 if framework_preset(setup.framework).master_only else p.grad
+    return 2.0 + grads if p.master else p.weight + p.grad
+
+
 def _sharded_weights(spec: ModelSpec, setup: Setup, local: float, frac: float,
-                     grad_bytes: float) -> float:
+                     per_param: float | None) -> float:
     """Weights on one GPU under ZeRO-3 / FSDP: its shard plus the module being gathered.
 
     ``local`` is this GPU's share before data sharding. DeepSpeed's estimator
@@ -203,7 +215,8 @@ def _sharded_weights(spec: ModelSpec, setup: Setup, local: float, frac: float,
     it trains their 16-bit gradients, gathered whole into buffers of their own
     beside the shard, in their stored dtype (a quantised base stays packed).
     """
-    per_param = local * setup.layout.tp / (spec.total_params * frac) + grad_bytes
+    if per_param is None:
+        per_param = local * setup.layout.tp / (spec.total_params * frac)
     layer = per_param * spec.largest_layer_params / setup.layout.tp
     shard = 0.0 if setup.layout.offload_params else local / setup.layout.param_shards
     return shard + layer
@@ -212,9 +225,10 @@ def _sharded_weights(spec: ModelSpec, setup: Setup, local: float, frac: float,
 def _precision(setup: Setup):
     if setup.method == "full":
         return PRECISIONS[setup.precision]
-    # Adapters: PEFT keeps them in fp32 unless the whole model runs in pure 16-bit.
-    half = setup.method == "lora" and setup.precision in ("fp16", "bf16")
-    return PRECISIONS["bf16" if half else "fp32"] if setup.training else PRECISIONS["bf16"]
+    if not setup.training:
+        return PRECISIONS["bf16"]
+    # Adapters: PEFT upcasts them to fp32; torchtune, LitGPT (and TRL's QLoRA) keep bf16.
+    return PRECISIONS["fp32" if setup.adapter_fp32 else "bf16"]
 
 
 def _adapter_bytes(setup: Setup) -> float:
@@ -226,7 +240,10 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     n = spec.total_params * frac
     if setup.method == "full":
         p = PRECISIONS[setup.precision]
-        return n * (p.weight + p.weight_cache)
+        if p.master and framework_preset(setup.framework).master_only and (
+                setup.layout.shards_params):
+            return 0.0  # FSDP2: 16-bit weights exist only for the layer being computed
+        return n * p.weight
     storage = setup.base_storage
     if storage not in ("nf4", "int8"):
         return n * frozen_bytes(storage)
@@ -234,7 +251,10 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     linear = spec.linear_params * frac
     compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
     quant = frozen_bytes(storage, setup.quant_type, setup.double_quant)
-    return linear * quant + (n - linear) * compute
+    weights = linear * quant + (n - linear) * compute
+    if framework_preset(setup.framework).fp32_quantized_embedding and frac == 1.0:
+        weights += (4.0 - compute) * spec.embedding_params  # bitsandbytes' StableEmbedding
+    return weights
 
 
 def _adafactor_bytes(spec: ModelSpec, setup: Setup) -> float:
@@ -249,15 +269,25 @@ def _grads_persist(setup: Setup) -> bool:
     """Gradients held at the start of backward: accumulation, or a framework's own buffers."""
     if setup.optimizer_in_backward:
         return True  # the one gradient being applied (see _static)
-    return setup.grad_accum > 1 or setup.fused_layers or setup.framework == "deepspeed" or (
-        setup.layout.zero > 0)
+    return (setup.grad_accum > 1 or framework_preset(setup.framework).persistent_grads
+            or setup.layout.zero > 0)
 
 
 def _ddp_buckets(setup: Setup) -> bool:
     """PyTorch DDP copies gradients into all-reduce buckets (gradient_as_bucket_view=False)."""
     lay = setup.layout
     return (setup.training and lay.dp > 1 and not lay.zero and not lay.fsdp
-            and not setup.fused_layers and setup.framework != "deepspeed")
+            and not framework_preset(setup.framework).persistent_grads)
+
+
+def _zero_buckets(spec: ModelSpec, setup: Setup) -> float:
+    """DeepSpeed's reduce bucket of 16-bit gradients, at any ZeRO stage (5e8 elements unless
+    configured; Hugging Face's "auto" sets hidden_size squared)."""
+    preset = framework_preset(setup.framework)
+    if not setup.training or not (setup.layout.zero or preset.zero_bucket):
+        return 0.0
+    bucket = preset.zero_bucket or spec.hidden**2
+    return 2.0 * bucket
 
 
 def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:

@@ -12,22 +12,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from core.memory.frameworks import canonical
 from core.memory.setup import Layout, Setup
 from core.memory.spec import ModelSpec
-from core.shape import RunShape
+from core.shape import RECOMPUTE, RunShape
 
 
 class ShapeIncomplete(ValueError):
     """The shape says too little to predict the run's memory."""
 
 
-# Framework names as readers write them -> the groups calibration keeps apart.
-FRAMEWORKS = {
-    "transformers": "hf", "hf": "hf", "trl": "hf", "accelerate": "hf", "axolotl": "hf",
-    "llama-factory": "hf", "llamafactory": "hf", "ms-swift": "hf", "swift": "hf", "peft": "hf",
-    "megatron-lm": "megatron", "megatron": "megatron", "megatron-core": "megatron",
-    "nemo": "megatron", "megatron-deepspeed": "megatron-deepspeed",
-}
 _FSDP = {"full_shard": "full", "fsdp": "full", "full": "full", "shard_grad_op": "grad-op",
          "grad-op": "grad-op", "hybrid_shard": "hybrid", "hybrid": "hybrid"}
 
@@ -47,7 +41,7 @@ def inputs_from_shape(shape: RunShape) -> tuple[ModelSpec, Setup, list[str]]:
         micro_batch=shape.micro_batch or 1,
         seq_len=shape.seq_len or 2048,
         grad_accum=shape.grad_accum or 1,
-        recompute=shape.recompute if shape.recompute in ("none", "selective", "full") else "none",
+        recompute=shape.recompute if shape.recompute in RECOMPUTE else "none",
         attention=shape.attention if shape.attention in ("eager", "sdpa", "flash") else "sdpa",
         framework=framework(shape.framework),
         layout=_layout(shape),
@@ -56,8 +50,8 @@ def inputs_from_shape(shape: RunShape) -> tuple[ModelSpec, Setup, list[str]]:
 
 
 def framework(name: str | None) -> str:
-    key = (name or "").strip().lower()
-    return FRAMEWORKS.get(key, key or "unknown")
+    """A framework as readers write it, as the presets and calibration groups name it."""
+    return canonical(name)
 
 
 def _spec(shape: RunShape) -> ModelSpec:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from core.memory.frameworks import framework as framework_preset
 from core.memory.precision import FROZEN_STORAGE, OPTIMIZERS, PRECISIONS, QUANTIZED
-from core.memory.spec import LORA_TARGETS, ModelSpec
+from core.memory.spec import ModelSpec, TargetError, lora_kinds
 from core.shape import ATTENTION, METHODS, RECOMPUTE
 
 FSDP_MODES = ("full", "grad-op", "hybrid")
@@ -20,10 +21,6 @@ PP_SCHEDULES = ("1f1b", "interleaved")
 # (torchtune's CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy); "fused" never
 # materialises them (Liger's fused linear cross-entropy, Cut Cross-Entropy).
 LOSSES = ("standard", "chunked", "fused")
-# Frameworks whose layers are fused (Transformer Engine): activations as Korthikanti
-# et al. count them. Everything else runs PyTorch eager modules (HF transformers, TRL,
-# axolotl, LLaMA-Factory, ms-swift, torchtitan, Lightning...).
-FUSED_FRAMEWORKS = ("megatron", "megatron-deepspeed")
 
 
 class SetupError(ValueError):
@@ -120,6 +117,7 @@ class Setup:
     lora_rank: int = 16
     lora_targets: str = "all-linear"
     lora_dropout: bool = True
+    adapter_fp32: bool = True  # PEFT upcasts adapters to fp32; torchtune and LitGPT keep bf16
     quant_type: str = "nf4"  # QLoRA 4-bit data type: nf4 or fp4
     double_quant: bool = True
     compute_dtype: str = "bf16"  # QLoRA and inference compute dtype
@@ -142,7 +140,8 @@ class Setup:
 
     @property
     def fused_layers(self) -> bool:
-        return self.framework in FUSED_FRAMEWORKS
+        """Transformer Engine layers (Megatron): activations as Korthikanti et al. count them."""
+        return framework_preset(self.framework).fused_layers
 
     @property
     def global_batch(self) -> int:
@@ -151,8 +150,14 @@ class Setup:
 
     @property
     def base_storage(self) -> str:
-        """Storage dtype of the frozen base weights (LoRA, QLoRA, inference)."""
+        """Storage dtype of the frozen base weights (LoRA, QLoRA, inference).
+
+        Mixed precision over a 16-bit checkpoint usually keeps the base 16-bit (HF, PEFT);
+        Lightning's bf16-mixed and TRL's fp32 load keep it in fp32.
+        """
         if self.precision.startswith("mixed-"):
+            if framework_preset(self.framework).mixed_keeps_fp32_base:
+                return "fp32"
             return self.precision.removeprefix("mixed-")
         return self.precision
 
@@ -180,7 +185,8 @@ def _problems(spec: ModelSpec, s: Setup):
     if lay.tp < 1 or lay.pp < 1 or lay.cp < 1:
         yield "--tp, --pp and --cp must be at least 1"
     elif lay.n_gpus % lay.model_parallel:
-        yield (f"--gpus {lay.n_gpus} is not a multiple of TP x PP x CP = {lay.model_parallel}")
+        parts = "TP x PP x CP" if lay.cp > 1 else "TP x PP"
+        yield f"--gpus {lay.n_gpus} is not a multiple of {parts} = {lay.model_parallel}"
     elif s.seq_len % lay.cp:
         yield f"--cp {lay.cp} does not divide the sequence length {s.seq_len}"
     if lay.tp > 1 and spec.n_heads % lay.tp:
@@ -207,7 +213,7 @@ def _choices(s: Setup):
     checks = (
         ("method", s.method, METHODS), ("precision", s.precision, tuple(PRECISIONS) + QUANTIZED),
         ("optimizer", s.optimizer, OPTIMIZERS), ("recompute", s.recompute, RECOMPUTE),
-        ("attention", s.attention, ATTENTION), ("LoRA targets", s.lora_targets, LORA_TARGETS),
+        ("attention", s.attention, ATTENTION),
         ("quantisation type", s.quant_type, ("nf4", "fp4")),
         ("compute dtype", s.compute_dtype, ("bf16", "fp16", "fp32")),
         ("pipeline schedule", lay.pp_schedule, PP_SCHEDULES), ("loss", s.loss, LOSSES),
@@ -215,6 +221,10 @@ def _choices(s: Setup):
     for label, value, allowed in checks:
         if value not in allowed:
             yield f"unknown {label} {value!r} (choose from {', '.join(allowed)})"
+    try:
+        lora_kinds(s.lora_targets)
+    except TargetError as err:
+        yield str(err)
     if lay.zero not in (0, 1, 2, 3):
         yield f"ZeRO stage {lay.zero} does not exist (0, 1, 2 or 3)"
     if lay.fsdp not in (None, *FSDP_MODES):

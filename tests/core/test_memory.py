@@ -34,7 +34,8 @@ def test_transformer_math_101_bytes_per_parameter():
     assert _per_param(Setup(precision="fp32")) == {"weights": 4.0, "gradients": 4.0,
                                                     "optimizer": 8.0}
     assert _per_param(Setup(optimizer="sgd-momentum", fp32_grads=False))["optimizer"] == 8.0
-    assert _per_param(Setup(optimizer="adamw-8bit"))["optimizer"] == pytest.approx(6.0, abs=0.01)
+    # ... plus one fp32 absmax per 256-element block of each 8-bit moment (bitsandbytes).
+    assert _per_param(Setup(optimizer="adamw-8bit"))["optimizer"] == pytest.approx(6.0 + 8 / 256)
     # Megatron, DeepSpeed and HF AMP keep fp32 gradients: 18 B/param (memory_anchors 1.1).
     assert sum(_per_param(Setup(precision="mixed-bf16")).values()) == 18.0
     inference = Setup(method="inference", precision="bf16", optimizer="none")
