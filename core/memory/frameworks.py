@@ -38,6 +38,9 @@ class Framework:
     zero_bucket: int | None = None  # ZeRO reduce bucket (elements); None: hidden_size squared
     nf4_saves_input: bool = True  # 4-bit base matmuls keep their input (bitsandbytes < 0.43.2)
     fp32_quantized_embedding: bool = False  # a quantised model's embedding kept in fp32
+    # Run-shape facts its logs leave unsaid only when they hold their default: Megatron prints
+    # every argument, and nanoGPT has no LoRA, checkpointing or offload to state.
+    unsaid: Mapping[str, Any] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     summary: str = ""
 
@@ -79,6 +82,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "steps paged 8-bit AdamW inside backward; NF4 linears keep no input"),
     Framework(
         "torchtitan", "torchtitan", master_only=True,
+        unsaid={"method": "full", "cpu_offload": False},
         defaults={"recompute": "selective"},
         summary="FSDP2 keeps fp32 shards (the only copy at rest) and all-gathers each layer in "
                 "bf16; fp32 gradients; selective activation checkpointing; full fp32 logits; "
@@ -116,14 +120,21 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "N); reduce buckets of 5e8 elements unless the config sets them"),
     Framework(
         "megatron", "Megatron-LM / Megatron-Core", fused_layers=True, persistent_grads=True,
+        unsaid={"method": "full", "recompute": "none", "cpu_offload": False},
         aliases=("megatron-lm", "megatron-core", "nemo"),
         summary="bf16 weights with persistent fp32 main_grad and fp32 master (18 B/param, "
                 "6 + 12/d with the distributed optimizer); Transformer Engine layers; "
                 "vocab-parallel cross-entropy keeps one fp32 softmax"),
     Framework(
         "megatron-deepspeed", "Megatron-DeepSpeed", fused_layers=True, persistent_grads=True,
+        unsaid={"method": "full", "recompute": "none"},
         zero_bucket=DEEPSPEED_BUCKET,
         summary="Megatron's layers under DeepSpeed's ZeRO engine"),
+    Framework(
+        "nanogpt", "nanoGPT, llm.c, modded-nanogpt", aliases=("llm.c", "llmc", "modded-nanogpt"),
+        unsaid={"method": "full", "recompute": "none", "cpu_offload": False},
+        summary="plain PyTorch (or C/CUDA) pretraining loops: full training, no checkpointing "
+                "or offload unless the code was changed"),
 )}
 _ALIASES = {alias: f.name for f in FRAMEWORKS.values() for alias in (f.name, *f.aliases)}
 

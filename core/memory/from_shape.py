@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core.memory.frameworks import canonical
+from core.memory.frameworks import framework as framework_preset
 from core.memory.setup import Layout, Setup
 from core.memory.spec import ModelSpec
 from core.shape import RECOMPUTE, RunShape
@@ -28,6 +29,7 @@ _FSDP = {"full_shard": "full", "fsdp": "full", "full": "full", "shard_grad_op": 
 
 def inputs_from_shape(shape: RunShape) -> tuple[ModelSpec, Setup, list[str]]:
     """(model, setup, fields that were defaulted) for a stored run's shape."""
+    shape = _with_unsaid_defaults(shape)
     spec = _spec(shape)
     defaulted = [name for name in ("micro_batch", "seq_len", "precision", "n_gpus")
                  if getattr(shape, name) is None]
@@ -47,6 +49,43 @@ def inputs_from_shape(shape: RunShape) -> tuple[ModelSpec, Setup, list[str]]:
         layout=_layout(shape),
     )
     return spec, setup, defaulted
+
+
+def _with_unsaid_defaults(shape: RunShape) -> RunShape:
+    """The shape with the facts its framework's logs only leave unsaid at their default."""
+    unsaid = framework_preset(shape.framework).unsaid
+    if not unsaid:
+        return shape
+    filled = RunShape.from_dict(shape.to_dict())
+    filled.update(unsaid, "framework default", overwrite=False)
+    return filled
+
+
+def missing_facts(shape: RunShape) -> list[str]:
+    """Facts that move memory the shape does not state, so a fit cannot use the run.
+
+    The method and the recompute mode always matter; on several GPUs, whether
+    and how state was sharded (ZeRO stage or FSDP); under DeepSpeed or
+    sharding, whether anything was offloaded to the CPU.
+    """
+    said = {**framework_preset(shape.framework).unsaid, **shape.known()}
+    missing = [name for name in ("method", "recompute") if said.get(name) is None]
+    sharded = bool(said.get("zero_stage")) or bool(said.get("fsdp"))
+    if (said.get("n_gpus") or 1) > 1 and said.get("zero_stage") is None and not said.get("fsdp"):
+        missing.append("zero_stage")
+    deepspeed = canonical(shape.framework) == "deepspeed"
+    if (sharded or deepspeed) and said.get("cpu_offload") is None:
+        missing.append("cpu_offload")
+    return missing
+
+
+def experiment(shape: RunShape) -> str:
+    """Runs of one model trained one way form an experiment: calibration holds them out
+    together."""
+    model = (shape.model or "").rstrip("/").rsplit("/", 1)[-1]
+    if not model and shape.n_params:
+        model = f"{shape.n_params / 1e9:.2f}B"
+    return f"{model or 'unknown model'} / {shape.method or 'unknown method'}"
 
 
 def framework(name: str | None) -> str:

@@ -151,7 +151,8 @@ def _calibrated_dict(found) -> dict[str, Any] | None:
             "allocated_gib": round(found.readings["allocated"], 3),
             "reserved_gib": round(found.readings["reserved"], 3),
             "device_gib": round(found.readings["device"], 3),
-            "group": found.group, "runs": list(found.run_ids)}
+            "group": found.group, "runs": list(found.run_ids), "trusted": found.trusted,
+            "why": found.why}
 
 
 def _plan_dict(p) -> dict[str, Any]:
@@ -180,9 +181,10 @@ def print_report(report: dict[str, Any], table) -> None:
           f"GiB, reserved {report['reserved_gib']:.2f} GiB, device {report['device_gib']:.2f} GiB")
     cal = report["calibrated"]
     if cal:
+        verdict = "trusted" if cal["trusted"] else "a hint, not trusted"
         print(f"calibrated on your runs ({cal['group']}): {cal['gib']:.2f} GiB "
               f"[{cal['low_gib']:.2f} - {cal['high_gib']:.2f}], from runs "
-              f"{', '.join(map(str, cal['runs']))}")
+              f"{', '.join(map(str, cal['runs']))}: {verdict} ({cal['why']})")
     else:
         print(f"calibrated: {report['uncalibrated']}")
     print()
