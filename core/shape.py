@@ -14,7 +14,9 @@ from typing import Any
 # Allowed values of the categorical fields, for validation and the app's menus.
 METHODS = ("full", "lora", "qlora", "inference")
 PRECISIONS = ("fp32", "fp16", "bf16", "mixed-fp16", "mixed-bf16", "fp8", "int8", "nf4")
-RECOMPUTE = ("none", "selective", "full")
+# "op": per-op selective checkpointing (torchtitan): matmul and attention outputs kept, every
+# second matmul and the pointwise ops recomputed.
+RECOMPUTE = ("none", "selective", "op", "full")
 ATTENTION = ("eager", "sdpa", "flash")
 
 

@@ -131,7 +131,7 @@ class CalibrationPanel(QWidget):
         items: dict[tuple[str, ...], QTreeWidgetItem] = {}
         for g in groups:  # coarsest first, so a parent is always there before its children
             title = group_title(g.label)
-            cells = [title.split(" × ")[-1], str(g.runs), _pct(g.loo_error), _pct(g.prior_error),
+            cells = [title.split(" × ")[-1], str(g.runs), _pct(g.held_out_error), _pct(g.prior_error),
                      g.short, *(f"{v:.2f}" for v in g.coefficients)]
             item = QTreeWidgetItem(cells)
             item.setToolTip(0, title)

@@ -12,7 +12,7 @@ from core.gpus import GPU, catalog, find
 from core.memory import GIB, ModelSpec, Setup, check, estimate
 from core.memory.setup import Layout, SetupError
 from core.models import ModelError, from_config_file, from_params, preset, presets
-from core.sizing import Sizer, default_optimizer, default_precision
+from core.sizing import Sizer, planned_setup
 from tracker.db.engine import default_url
 
 _ARCH_FIELDS = {"layers": "n_layers", "hidden": "hidden", "heads": "n_heads",
@@ -56,29 +56,26 @@ def build_spec(args: argparse.Namespace) -> ModelSpec:
 
 
 def build_setup(args: argparse.Namespace) -> Setup:
-    method = args.method
-    recompute = args.recompute or ("full" if args.grad_checkpointing else "none")
+    """The setup the flags state; ``--framework``'s defaults fill what they leave unsaid."""
     layout = Layout(
         n_gpus=args.gpus, zero=args.zero, fsdp=args.fsdp, offload_optimizer=args.offload,
-        offload_params=args.offload_params, tp=args.tp, pp=args.pp, sequence_parallel=args.sp,
+        offload_params=args.offload_params, tp=args.tp, pp=args.pp, cp=args.cp,
+        sequence_parallel=args.sp,
         pp_schedule="interleaved" if args.interleave else "1f1b",
         virtual_stages=args.interleave or 1,
     )
-    return Setup(
-        method=method, precision=args.precision or default_precision(method),
-        optimizer=args.optimizer or default_optimizer(method),
+    adapter = {"fp32": True, "bf16": False}.get(args.adapter_dtype)
+    return planned_setup(
+        args.method, args.framework, layout,
+        precision="fp8" if args.fp8 else args.precision, optimizer=args.optimizer,
         lora_rank=args.lora_rank, lora_targets=args.lora_targets,
-        lora_dropout=not args.no_lora_dropout, quant_type=args.quant_type,
-        double_quant=not args.no_double_quant, micro_batch=args.batch, seq_len=args.seq,
-        grad_accum=args.grad_accum, recompute=recompute, attention=args.attention,
-        fused_loss=args.fused_loss, framework=_framework(args.framework), layout=layout,
+        lora_dropout=False if args.no_lora_dropout else None, adapter_fp32=adapter,
+        quant_type=args.quant_type, double_quant=not args.no_double_quant,
+        micro_batch=args.batch, seq_len=args.seq, grad_accum=args.grad_accum,
+        recompute=args.recompute or ("full" if args.grad_checkpointing else None),
+        attention=args.attention, loss=args.loss, activation_offload=args.activation_offload,
+        optimizer_in_backward=args.optimizer_in_backward, compile=args.compile,
     )
-
-
-def _framework(name: str) -> str:
-    from core.memory.from_shape import framework
-
-    return framework(name)
 
 
 def size(args: argparse.Namespace) -> dict[str, Any]:
@@ -160,7 +157,8 @@ def _calibrated_dict(found) -> dict[str, Any] | None:
             "allocated_gib": round(found.readings["allocated"], 3),
             "reserved_gib": round(found.readings["reserved"], 3),
             "device_gib": round(found.readings["device"], 3),
-            "group": found.group, "runs": list(found.run_ids)}
+            "group": found.group, "runs": list(found.run_ids), "trusted": found.trusted,
+            "why": found.why}
 
 
 def _plan_dict(p) -> dict[str, Any]:
@@ -189,9 +187,10 @@ def print_report(report: dict[str, Any], table) -> None:
           f"GiB, reserved {report['reserved_gib']:.2f} GiB, device {report['device_gib']:.2f} GiB")
     cal = report["calibrated"]
     if cal:
+        verdict = "trusted" if cal["trusted"] else "a hint, not trusted"
         print(f"calibrated on your runs ({cal['group']}): {cal['gib']:.2f} GiB "
               f"[{cal['low_gib']:.2f} - {cal['high_gib']:.2f}], from runs "
-              f"{', '.join(map(str, cal['runs']))}")
+              f"{', '.join(map(str, cal['runs']))}: {verdict} ({cal['why']})")
     else:
         print(f"calibrated: {report['uncalibrated']}")
     print()
