@@ -141,11 +141,39 @@ class Sizer:
         """Whether ``setup`` fits ``gpu`` and the largest micro batch that would."""
         return check_fit(self.spec, setup, gpu, self.predictor(setup), self.margin)
 
-    def plans(self, setup: Setup, gpus: Iterable[GPU], max_gpus: int = 8) -> list[Plan]:
-        """Layouts that fit, ranked (the planner with the calibrated predictor)."""
+    def plans(self, setup: Setup, gpus: Iterable[GPU], max_gpus: int | None = None,
+              global_batch: int | None = None) -> list[Plan]:
+        """Layouts that fit, ranked (the planner with the figure that leads)."""
         history = self.calibration
         mfu = (lambda g: history.mfu(g.name) or DEFAULT_MFU) if history else None
-        return plan(self.spec, setup, gpus, max_gpus, self.predictor(setup), mfu, self.margin)
+        return plan(self.spec, setup, gpus, max_gpus, self.predictor(setup), mfu, self.margin,
+                    global_batch=global_batch)
+
+    def fit_to_card(self, setup: Setup, gpu: GPU, n_gpus: int = 1,
+                    global_batch: int | None = None) -> CardAnswer:
+        """What the user's cards can run: the best way to fit, or the smallest change that does."""
+        on_cards = self.plans(setup, [gpu], n_gpus, global_batch)
+        keeps = [p for p in on_cards if p.level == 0]
+        if keeps:
+            return CardAnswer(gpu.name, n_gpus, keeps[0], [], None)
+        more = next((p for p in self.plans(setup, [gpu], None, global_batch)
+                     if p.level == 0 and p.n_gpus > n_gpus), None)
+        return CardAnswer(gpu.name, n_gpus, None, [p for p in on_cards if p.level > 0], more)
+
+
+@dataclass(frozen=True)
+class CardAnswer:
+    """``headroom size --fit-to-card``: the best setup on the user's cards, or what would fit."""
+
+    gpu: str
+    n_gpus: int
+    best: Plan | None  # keeps the experiment on these cards (None: nothing does)
+    changes: list[Plan]  # otherwise: what fits by changing the optimizer or the experiment
+    more_cards: Plan | None  # otherwise: the fewest cards of this model that keep it
+
+    @property
+    def fits(self) -> bool:
+        return self.best is not None
 
 
 def training_seconds(tokens: float, tokens_per_s: float) -> float | None:

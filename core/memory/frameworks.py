@@ -41,6 +41,10 @@ class Framework:
     # Run-shape facts its logs leave unsaid only when they hold their default: Megatron prints
     # every argument, and nanoGPT has no LoRA, checkpointing or offload to state.
     unsaid: Mapping[str, Any] = field(default_factory=dict)
+    # Memory knobs beyond per-layer checkpointing and sharding that it offers a user:
+    # "fused_loss" (Liger / Cut Cross-Entropy), "activation_offload", "op" and "selective"
+    # recompute. The planner only proposes what the framework can do.
+    knobs: frozenset[str] = frozenset({"fused_loss"})
     aliases: tuple[str, ...] = ()
     summary: str = ""
 
@@ -67,6 +71,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "DDP keeps a second gradient copy in its buckets"),
     Framework(
         "trl", "TRL SFTTrainer", hf_modules=True, mixed_keeps_fp32_base=True,
+        knobs=frozenset({"fused_loss", "activation_offload"}),
         defaults={"recompute": "full", "loss": "fused"},
         by_method=_frozen(qlora={"adapter_fp32": False}),
         summary="loads fp32 and trains under bf16 autocast; gradient checkpointing on; "
@@ -74,6 +79,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "QLoRA adapters cast to bf16"),
     Framework(
         "torchtune", "torchtune", nf4_saves_input=False,
+        knobs=frozenset({"activation_offload"}),
         defaults={"precision": "bf16", "adapter_fp32": False, "recompute": "full",
                   "loss": "chunked"},
         one_gpu_full={"optimizer": "paged-adamw-8bit", "optimizer_in_backward": True},
@@ -81,7 +87,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "checkpointing per layer; 8 chunks of logits; the single-GPU full recipe "
                 "steps paged 8-bit AdamW inside backward; NF4 linears keep no input"),
     Framework(
-        "torchtitan", "torchtitan", master_only=True,
+        "torchtitan", "torchtitan", master_only=True, knobs=frozenset({"op", "selective"}),
         unsaid={"method": "full", "cpu_offload": False},
         defaults={"recompute": "selective"},
         summary="FSDP2 keeps fp32 shards (the only copy at rest) and all-gathers each layer in "
@@ -89,6 +95,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "logs the reserved counter"),
     Framework(
         "litgpt", "LitGPT", mixed_keeps_fp32_base=True, fp32_quantized_embedding=True,
+        knobs=frozenset(),
         defaults={"precision": "bf16", "adapter_fp32": False, "loss": "chunked"},
         by_method=_frozen(qlora={"optimizer": "paged-adamw"}),
         many_gpus={"recompute": "full"},
@@ -98,6 +105,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "bf16-mixed keeps fp32 weights"),
     Framework(
         "axolotl", "axolotl", hf_modules=True,
+        knobs=frozenset({"fused_loss", "activation_offload"}),
         defaults={"precision": "bf16"},
         summary="loads bf16 and trains under bf16 autocast (no fp32 master); PEFT adapters in "
                 "fp32; checkpointing off unless the config turns it on (examples do); HF loss "
@@ -108,7 +116,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         summary="trainable parameters upcast to fp32 under bf16 autocast (README: 18x GB full, "
                 "8x with pure_bf16); gradient checkpointing on by default; HF loss"),
     Framework(
-        "unsloth", "Unsloth", hf_modules=True,
+        "unsloth", "Unsloth", hf_modules=True, knobs=frozenset(),
         defaults={"recompute": "full", "activation_offload": True, "loss": "fused"},
         by_method=_frozen(full={"optimizer": "adamw-8bit"}, lora={"optimizer": "adamw-8bit"},
                           qlora={"optimizer": "adamw-8bit"}),
@@ -120,6 +128,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "N); reduce buckets of 5e8 elements unless the config sets them"),
     Framework(
         "megatron", "Megatron-LM / Megatron-Core", fused_layers=True, persistent_grads=True,
+        knobs=frozenset({"selective", "fused_loss"}),
         unsaid={"method": "full", "recompute": "none", "cpu_offload": False},
         aliases=("megatron-lm", "megatron-core", "nemo"),
         summary="bf16 weights with persistent fp32 main_grad and fp32 master (18 B/param, "

@@ -163,10 +163,13 @@ class Setup:
 
     def but(self, **changes) -> Setup:
         """A copy with some fields changed (layout fields go to the layout)."""
-        layout_fields = set(Layout.__dataclass_fields__)
-        lay = {k: v for k, v in changes.items() if k in layout_fields}
-        rest = {k: v for k, v in changes.items() if k not in layout_fields}
-        return replace(self, layout=replace(self.layout, **lay), **rest)
+        lay = {k: changes.pop(k) for k in list(changes) if k in _LAYOUT_FIELDS}
+        if lay:
+            changes["layout"] = replace(self.layout, **lay)
+        return replace(self, **changes)
+
+
+_LAYOUT_FIELDS = frozenset(Layout.__dataclass_fields__)
 
 
 def check(spec: ModelSpec, setup: Setup) -> None:

@@ -95,8 +95,9 @@ def test_what_if_sliders_redraw_the_bars(qtbot, wizard):
     assert bars["logits"] == pytest.approx([est.breakdown["logits"] / GIB] * 2)
     assert result.batch_label.text() == "8" and result.seq_label.text() == "8,192"
     assert not result.bars[0].fits  # 8 x 8192 tokens of a 7B model do not fit an RTX 4090
-    qtbot.waitUntil(lambda: result.plans and result.plans[0].setup.micro_batch == 8,
-                    timeout=20_000)  # plans follow once the sliders rest
+    first = lambda: result.plans[0].setup  # noqa: E731
+    qtbot.waitUntil(lambda: result.plans and first().micro_batch * first().grad_accum == 8,
+                    timeout=20_000)  # plans follow once the sliders rest (same samples per step)
 
 
 def test_contradictions_are_said_on_the_page_and_block_next(qtbot, wizard):

@@ -83,8 +83,17 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
     p.add_argument("--interleave", type=_positive, metavar="V",
                    help="interleaved pipeline schedule with V virtual stages per GPU")
+    p.add_argument("--global-batch", type=_positive, metavar="N",
+                   help="samples per optimizer step to keep whatever the layout (default: each "
+                        "data-parallel replica keeps --batch x --grad-accum)")
+    p.add_argument("--tokens", type=_count, metavar="N",
+                   help="tokens to train (e.g. 2B): plans show hours and rental cost")
     p.add_argument("--gpu", metavar="NAME", help="the GPU model to check and plan for")
-    p.add_argument("--max-gpus", type=_positive, metavar="N", help="GPU budget for plans")
+    p.add_argument("--max-gpus", type=_positive, metavar="N",
+                   help="GPU budget for plans (default: as many as the job needs)")
+    p.add_argument("--fit-to-card", action="store_true",
+                   help="with --gpu and --gpus: the best setup those cards run, or the smallest "
+                        "change that would fit")
     p.add_argument("--margin", type=_fraction, default=0.15, help="free fraction to keep")
     p.add_argument("--no-history", action="store_true", help="skip the calibrated prediction")
     p.add_argument("--list-models", action="store_true", help="list model presets and exit")
