@@ -7,12 +7,18 @@ reader never waits for an ingest and a killed process leaves it consistent.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
+from importlib import resources
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
-MIGRATIONS = Path(__file__).with_name("migrations")
+# Alembic's own "package:folder" form, found through importlib.resources once installed.
+MIGRATIONS = "tracker.db:migrations"
+# `revision = "0002"` or `down_revision: str | None = "0001"` in a revision file.
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\b[^=\n]*=\s*(.+?)\s*$", re.MULTILINE)
 CONNECT_TIMEOUT_S = 10
 
 
@@ -78,7 +84,7 @@ def _alembic_config(engine: Engine):
     from alembic.config import Config
 
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("script_location", MIGRATIONS)
     config.attributes["engine"] = engine
     return config
 
@@ -91,14 +97,37 @@ def current_revision(engine: Engine) -> str | None:
         return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
+def head_revision() -> str | None:
+    """The newest revision of ``migrations/versions``, read without Alembic.
+
+    Importing Alembic costs about 0.2 s, paid at every start only to learn that the
+    schema is current. None when the files do not show one head: then Alembic decides.
+    """
+    revisions, parents = set(), set()
+    for path in (resources.files("tracker.db") / "migrations" / "versions").iterdir():
+        if not path.name.endswith(".py"):
+            continue
+        found = dict(_REVISION_LINE.findall(path.read_text(encoding="utf-8")))
+        try:
+            revision, down = (ast.literal_eval(found[k]) for k in ("revision", "down_revision"))
+        except (KeyError, ValueError, SyntaxError):
+            return None
+        revisions.add(revision)
+        parents.update(down if isinstance(down, tuple) else (down,))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
 def schema_state(engine: Engine) -> str:
     """"empty", "current", "older" (upgraded on open) or "newer" (written by a newer Headroom)."""
-    from alembic.script import ScriptDirectory
-
-    script = ScriptDirectory.from_config(_alembic_config(engine))
     current = current_revision(engine)
     if current is None:
         return "empty"
+    if current == head_revision():
+        return "current"
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic_config(engine))
     if current == script.get_current_head():
         return "current"
     return "older" if current in {rev.revision for rev in script.walk_revisions()} else "newer"
@@ -110,11 +139,11 @@ def upgrade(engine: Engine) -> None:
     Raises SchemaError when the database was written by a newer Headroom,
     rather than touching a schema it does not understand.
     """
-    from alembic import command
-
     state = schema_state(engine)
     if state == "current":
         return
+    from alembic import command
+
     if state == "newer":
         raise SchemaError(
             f"the database schema ({current_revision(engine)}) is newer than this Headroom "
