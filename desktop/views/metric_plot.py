@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import html
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from desktop.presenters import formatting as fmt
 from desktop.presenters.plot_data import Curve, Panel, nearest
 from desktop.views.plot_overlays import PlotOverlays
+from desktop.views.plotting import pg
 
 AXIS_WIDTH = 62  # the same for every panel, so stacked plots line up
 RAW_ALPHA = 70

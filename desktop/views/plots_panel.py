@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -34,6 +33,7 @@ from desktop.services import AppServices, series_version
 from desktop.settings import Settings
 from desktop.views import plot_focus, scene_export
 from desktop.views.metric_plot import CompactAxis, MetricPlot
+from desktop.views.plotting import pg
 
 MIN_PANEL_HEIGHT = 110
 SELECT_RUNS = "Select runs in the table to plot them (Ctrl+click or Shift+click for several)."
