@@ -12,8 +12,10 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, create_engine, event, inspect, text
+if TYPE_CHECKING:  # SQLAlchemy loads with the engine: finding the URL needs none of it
+    from sqlalchemy import Engine
 
 # Alembic's own "package:folder" form, found through importlib.resources once installed.
 MIGRATIONS = "tracker.db:migrations"
@@ -60,6 +62,8 @@ def display_url(url: str) -> str:
 
 def make_engine(url: str) -> Engine:
     """An engine with SQLite tuned for a desktop app (WAL, foreign keys, busy wait)."""
+    from sqlalchemy import create_engine, event
+
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -91,6 +95,8 @@ def _alembic_config(engine: Engine):
 
 def current_revision(engine: Engine) -> str | None:
     """The schema revision stamped in the database, or None for an empty one."""
+    from sqlalchemy import inspect, text
+
     with engine.connect() as conn:
         if not inspect(conn).has_table("alembic_version"):
             return None
