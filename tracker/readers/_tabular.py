@@ -27,6 +27,9 @@ WALL_COLUMNS = ("wall_time", "_timestamp", "timestamp", "wall time", "time")
 # CSV cells that mean "no value". Not "nan"/"inf": a log that wrote those meant them.
 NULL_CELLS = ["", "NA", "N/A", "null", "NULL", "None"]
 NO_STEP = "no step column (step, iteration, ...): the row number is used as the step"
+# JSON lines shorter than this are parsed line by line in Python: importing pyarrow (and the
+# pandas and pyarrow.compute its conversions load) takes longer than parsing them (~0.4 s).
+SMALL_JSONL = 256 * 1024
 
 
 @dataclass
@@ -70,6 +73,8 @@ def jsonl_columns(data: bytes) -> dict[str, Column]:
     """
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
+    if len(data) < SMALL_JSONL:
+        return rows_to_columns(jsonl_rows(data))
     table = _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
@@ -111,9 +116,11 @@ def _flat_items(row: dict[str, Any], prefix: str = ""):
 def jsonl_file_columns(path: Path) -> dict[str, Column]:
     """:func:`jsonl_columns` of a file, parsed in place (memory-mapped) when pyarrow takes it
     whole; a file it refuses is read for the line-by-line parse that names what is wrong."""
+    _text_head(path, "JSON lines")
+    if path.stat().st_size < SMALL_JSONL:
+        return jsonl_columns(path.read_bytes())
     import pyarrow as pa
 
-    _text_head(path, "JSON lines")
     with pa.memory_map(str(path)) as source:
         table = _arrow_json(source)
     if table is not None:
