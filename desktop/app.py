@@ -1,8 +1,9 @@
 """Application start-up: QApplication, services, the main window, one window per database.
 
-``--smoke`` opens the window on a temporary database and settings file, waits
-for its first paint, prints how long that took and exits: CI's proof that the
-app starts where Qt is installed. A launch that finds the app already open on
+``--smoke`` opens the window on a temporary settings file and database (or the
+one ``--db`` names), waits for its first paint, prints how long that took and
+exits: CI's proof that the app starts where Qt is installed, and bench/gui.py's
+launch timing. A launch that finds the app already open on
 its database hands its paths to that window and exits (desktop/single_instance.py).
 """
 
@@ -50,7 +51,7 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            store = Store(str(Path(tmp) / "smoke.db") if smoke else db)
+            store = Store(str(Path(tmp) / "smoke.db") if smoke and not db else db)
         except Exception as err:  # a newer schema, a bad URL, an unreachable server
             return _cannot_open(db, err)
         settings = Settings(Path(tmp) / "settings.ini" if smoke else None)
