@@ -78,12 +78,11 @@ def uninstall(root: Path) -> list[Path]:
 
 
 def entry_text(command: list[str]) -> str:
-    """The ``.desktop`` file: Headroom in the Development and Science menus, opening %F."""
+    """The ``.desktop`` file: Headroom in the Development menu, opening the files given (%F)."""
     exec_line = " ".join(_exec_arg(a) for a in [*command, "gui"]) + " %F"
     return "\n".join([
         "[Desktop Entry]",
         "Type=Application",
-        "Version=1.5",
         "Name=Headroom",
         "GenericName=Experiment Tracker",
         "Comment=Track training runs and size the next one from their memory peaks",
@@ -93,7 +92,7 @@ def entry_text(command: list[str]) -> str:
         "Terminal=false",
         "StartupNotify=true",
         "StartupWMClass=Headroom",
-        "Categories=Development;Science;",
+        "Categories=Development;",
         "Keywords=training;GPU;memory;logs;TensorBoard;checkpoints;",
         "",
     ])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import configparser
 import shlex
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -43,6 +45,10 @@ def test_install_writes_the_entry_and_icons_and_uninstall_removes_them(
     assert svg.read_bytes() == (resources_dir() / "icons" / "headroom.svg").read_bytes()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {entry}" in capsys.readouterr().out
+    validator = shutil.which("desktop-file-validate")  # desktop-file-utils, where installed
+    if validator:
+        checked = subprocess.run([validator, str(entry)], capture_output=True, text=True)
+        assert checked.returncode == 0 and not checked.stdout.strip(), checked.stdout
 
     assert main(["install-desktop-entry", "--uninstall"]) == 0
     assert not entry.exists() and not svg.exists() and not png.exists()
