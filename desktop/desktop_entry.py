@@ -25,7 +25,7 @@ _RESERVED = re.compile(r"[\s\"'\\><~|&;$*?#()`]")
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("install-desktop-entry", parents=parents,
+    p = sub.add_parser("install-desktop-entry",  # no --db: the entry serves every database
                        help="add Headroom to the Linux desktop's application launcher")
     p.add_argument("--uninstall", action="store_true", help="remove the entry and its icons")
     p.set_defaults(handler=run)
