@@ -9,11 +9,11 @@ the seed article says to keep free (15–20 %).
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from desktop.presenters.memory_bars import COLOURS, LABELS, SEGMENTS, Bar
+from desktop.views.plotting import pg
 
 BAR_WIDTH = 0.5
 SLOT = 0.86  # the width of a GPU's place: capacity line and margin band
