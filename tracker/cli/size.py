@@ -13,7 +13,7 @@ from argparse import BooleanOptionalAction
 from pathlib import Path
 
 from core.memory.frameworks import FRAMEWORKS
-from core.memory.setup import LOSSES
+from core.shape import LOSSES
 from core.shape import RECOMPUTE
 from tracker.cli._output import fail, print_json, print_table
 
