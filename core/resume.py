@@ -3,7 +3,9 @@
 The default answer is the latest complete checkpoint: resuming from one without
 optimizer, scheduler and RNG state makes the loss jump and the LR schedule
 restart (the seed article's first trap). Restarting from the best instead is
-the user's explicit choice.
+the user's explicit choice. A checkpoint known to hold no model weights is never
+recommended, whatever else it holds: there is nothing to resume from it, and
+:func:`why_none` says so instead.
 """
 
 from __future__ import annotations
@@ -41,23 +43,31 @@ def recommend(
     from_best: bool = False,
 ) -> Resume | None:
     """The checkpoint to resume from: the latest complete one, or the best when asked."""
-    newest = latest(checkpoints)
+    usable = [c for c in checkpoints if c.has.get("model") is not False]
+    newest = latest(usable)
     if newest is None:
         return None
     if from_best:
-        chosen, reasons = _best_choice(checkpoints, metric, mode)
+        chosen, reasons = _best_choice(usable, metric, mode)
     else:
-        chosen, reasons = _latest_choice(checkpoints, newest)
+        chosen, reasons = _latest_choice(usable, newest)
     if chosen is None:
         return None
     return Resume(chosen, command(chosen), reasons, chosen.resume_warnings())
+
+
+def why_none(checkpoints: Sequence[Checkpoint]) -> str:
+    """Why :func:`recommend` has no answer, in words."""
+    if latest(checkpoints) is None:
+        return "No checkpoint on disk to resume from."
+    return "No checkpoint to resume from: none on disk holds the model weights."
 
 
 def _latest_choice(checkpoints: Sequence[Checkpoint], newest: Checkpoint):
     complete = latest(checkpoints, complete=True)
     if complete is None:
         return newest, [f"no checkpoint holds everything a resume needs; {_name(newest)} is the "
-                        "latest"]
+                        "latest with model weights"]
     reasons = [f"latest complete checkpoint: {_name(complete)}"]
     if newest is not complete:
         lacks = ", ".join(newest.missing()) or "parts that could not be read"

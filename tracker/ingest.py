@@ -39,6 +39,7 @@ SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", ".git", ".venv", "v
 # Files found in a folder walk whose format nobody claims are reported only if they look like logs.
 LOG_SUFFIXES = {".json", ".jsonl", ".csv", ".tsv", ".log", ".txt", ".out", ".err", ".yaml"}
 STATUSES = ("ingested", "updated", "duplicate", "skipped", "error")
+NO_METRICS = "no metrics in this run: it is stored, but there is nothing to plot"
 
 
 @dataclass
@@ -251,6 +252,8 @@ def _store_log(
     content_key = _content_hash(path, sources) + (f"#{log.key}" if log.key else "")
     result = FileResult(str(path), "ingested", format=log.format, run_name=log.name,
                         warnings=list(log.warnings))
+    if not log.series:
+        result.warnings.append(NO_METRICS)
     try:
         with store.session() as s:
             existing = s.execute(select(Run).where(Run.source_key == source_key)).scalar_one_or_none()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.diagnostics._stats import finite, step_interval, trailing_deviation, value_at
+from core.diagnostics.causes import Cause, choose, considered
 from core.diagnostics.finding import WARNING, Finding, RunData
 from core.diagnostics.resume import resume_rebound
 
@@ -29,6 +30,8 @@ MIN_RISE = 0.2  # and the peak must be at least 20 % above the median
 MAX_SPIKES = 5  # the largest spikes become findings; the evidence counts the rest
 GRAD_FACTOR = 10.0  # a gradient norm this many times its recent median has exploded
 LR_FOLLOWS = (0.5, 2.0)  # LR change / batch change within this band: the LR followed
+LR_RISEN = 2.0  # the LR just before a spike, this many times its usual value: it is the cause
+LR_STEADY = 1.25  # below this many times its usual value the LR did not rise: not the cause
 
 
 @dataclass(frozen=True)
@@ -88,18 +91,20 @@ def _spike_finding(run: RunData, steps, values, spike: Spike, total: int) -> Fin
     window_start = int(steps[max(0, spike.start - LEVEL_WINDOW)])
     lr = _lr_context(run, window_start, peak_step)
     batch = _batch_change(run, window_start, peak_step)
+    causes = _spike_causes(lr, batch)
     evidence = {
         "peak_step": peak_step, "peak_loss": float(values[spike.peak]),
         "median_before": spike.baseline, "noise_units": round(spike.z, 1),
         "points": int(spike.end - spike.start + 1), "spikes_in_run": total,
         "recovered": bool(spike.end < len(values) - 1), **lr, **batch,
+        "causes_considered": considered(causes),
     }
     message = (
         f"Loss spiked to {values[spike.peak]:.4g} at step {peak_step}, "
         f"from a median of {spike.baseline:.4g} ({spike.z:.0f}× the usual noise)"
     )
     return Finding(
-        "loss_spike", WARNING, message, _spike_cause(lr, batch),
+        "loss_spike", WARNING, message, choose(causes),
         "Lower the learning rate; when you change the batch size, scale the LR with it "
         "(twice the batch, twice the LR); keep gradient clipping on.",
         int(steps[spike.start]), int(steps[spike.end]), "loss", (peak_step,), evidence,
@@ -138,14 +143,46 @@ def _batch_change(run: RunData, since: int, step: int) -> dict:
     return out
 
 
-def _spike_cause(lr: dict, batch: dict) -> str:
-    if batch.get("lr_followed_batch") is False:
-        return (f"The batch size changed from {batch['batch_size_before']:g} to "
-                f"{batch['batch_size']:g} shortly before, but the learning rate did not follow.")
-    if lr.get("lr_ratio_to_usual", 1.0) >= 2.0:
-        return (f"The learning rate had just risen to {lr['lr_recent_max']:.3g}, "
-                f"{lr['lr_ratio_to_usual']:.3g}× its usual value: too high for this phase.")
-    return "Learning rate too high for this phase of training, or a sudden change of batch size."
+def _spike_causes(lr: dict, batch: dict) -> list[Cause]:
+    """A batch change the LR did not follow, an LR that had just risen, or a bad batch."""
+    batch_cause = _batch_cause(batch)
+    lr_cause = _lr_cause(lr)
+    flat = batch_cause.verdict is False and lr_cause.verdict is False
+    data = Cause("a bad batch or data outlier",
+                 "LR and batch unchanged: likely a bad batch or data outlier.",
+                 True if flat else None)
+    return [lr_cause, batch_cause, data]
+
+
+def _batch_cause(batch: dict) -> Cause:
+    """A batch-size change is the cause unless the LR was scaled with it (the article's rule)."""
+    changed = "batch_size_before" in batch
+    followed = batch.get("lr_followed_batch")
+    verdict = None if "batch_size" not in batch else changed and followed is not True
+    text = (f"The batch size changed from {batch.get('batch_size_before', 0):g} to "
+            f"{batch.get('batch_size', 0):g} shortly before"
+            + (", but the learning rate did not follow." if followed is False else "."))
+    return Cause("a batch-size change", text, verdict, _batch_words(batch))
+
+
+def _lr_cause(lr: dict) -> Cause:
+    ratio = lr.get("lr_ratio_to_usual")
+    verdict = None if ratio is None else (True if ratio >= LR_RISEN else
+                                          False if ratio < LR_STEADY else None)
+    text = (f"The learning rate had just risen to {lr.get('lr_recent_max', 0):.3g}, "
+            f"{ratio or 0:.3g}× its usual value: too high for this phase.")
+    why = f"LR {ratio:.2g}× its usual value" if ratio is not None else "no LR history"
+    return Cause("a learning rate too high", text, verdict, why)
+
+
+def _batch_words(batch: dict) -> str:
+    if "batch_size" not in batch:
+        return "no batch size logged"
+    if "batch_size_before" not in batch:
+        return f"batch constant at {batch['batch_size']:g}"
+    followed = "followed" if batch.get("lr_followed_batch") else "did not follow"
+    return (f"batch {batch['batch_size_before']:g} → {batch['batch_size']:g}, "
+            f"the LR {followed}")
 
 
 def grad_norm_explosion(run: RunData) -> list[Finding]:
@@ -174,9 +211,10 @@ def _explosion_finding(run: RunData, steps, values, spikes: list[Spike]) -> Find
                 "median_before": float(10**biggest.baseline), "factor": float(factor),
                 "explosions": len(spikes), "loss_followed": followed,
                 "lr": value_at(run.get("lr"), peak_step)}
-    cause = ("Learning rate too high, a batch of extreme data, or fp16 overflow." if followed else
-             "Some batches produce enormous gradients (extreme or corrupt samples, an unstable "
-             "MoE router or attention logits); clipping kept the loss in check so far.")
+    since = int(steps[max(0, spikes[0].start - LEVEL_WINDOW)])
+    causes = _explosion_causes(run, since, peak_step, followed)
+    evidence["causes_considered"] = considered(causes)
+    cause = choose(causes)
     return Finding(
         "grad_explosion", WARNING, message, cause,
         "Clip gradients (max_grad_norm 1.0), lower the learning rate or lengthen the warm-up, "
@@ -184,6 +222,39 @@ def _explosion_finding(run: RunData, steps, values, spikes: list[Spike]) -> Find
         int(steps[spikes[0].start]), int(steps[spikes[-1].end]), "grad_norm",
         tuple(int(steps[s.peak]) for s in spikes), evidence,
     )
+
+
+def _explosion_causes(run: RunData, since: int, step: int, followed: bool) -> list[Cause]:
+    """An LR that had just risen, an fp16 overflow, or batches of extreme data."""
+    lr_cause = _lr_cause(_lr_context(run, since, step))
+    overflow = _overflow_cause(run, since, step)
+    clean = lr_cause.verdict is False and overflow.verdict is False
+    text = ("Some batches produce enormous gradients (extreme or corrupt samples, an unstable "
+            "MoE router or attention logits)"
+            + (": clipping kept the loss in check so far." if not followed else "."))
+    return [lr_cause, overflow, Cause("a batch of extreme data", text, True if clean else None)]
+
+
+def _overflow_cause(run: RunData, since: int, step: int) -> Cause:
+    """fp16 overflow shows as the loss scale halving; bf16 and fp32 have no loss scale."""
+    text = "The fp16 loss scale fell around it: gradients overflowed in half precision."
+    scale = run.get("loss_scale")
+    if scale is not None:
+        before, lowest = value_at(scale, since), _lowest(scale, since, step)
+        if before is not None and lowest is not None:
+            dropped = lowest < before
+            why = f"loss scale {before:g} → {lowest:g}" if dropped else f"loss scale {before:g}"
+            return Cause("an fp16 overflow", text, dropped, why)
+    precision = (run.shape.precision or "").lower()
+    if precision and "fp16" not in precision:
+        return Cause("an fp16 overflow", text, False, f"precision {precision}")
+    return Cause("an fp16 overflow", text, None, "no loss scale logged")
+
+
+def _lowest(series, since: int, step: int) -> float | None:
+    steps, values = finite(series)
+    inside = values[(steps >= since) & (steps <= step)]
+    return float(inside.min()) if len(inside) else None
 
 
 def _loss_followed(run: RunData, steps: list[int]) -> bool:

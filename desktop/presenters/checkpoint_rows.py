@@ -14,7 +14,7 @@ from pathlib import PurePath
 
 from core.checkpoints import Checkpoint, is_eval_metric, metric_mode
 from core.metrics import size_text
-from core.resume import Resume
+from core.resume import Resume, why_none
 from desktop.presenters import formatting as fmt
 from tracker.checkpoints.inspect import UNKNOWN
 from tracker.checkpoints.lineage import Lineage
@@ -171,9 +171,22 @@ def guessed_mode(metric: str | None) -> str | None:
     return metric_mode(metric) if metric else None
 
 
-def resume_title(resume: Resume | None) -> str:
+def resumable(c: Checkpoint) -> bool:
+    """Whether a checkpoint can be resumed from at all: its files are here, weights included."""
+    return c.present and c.has.get("model") is not False
+
+
+def not_resumable(row: CheckpointRow) -> str:
+    """Why :func:`resumable` says no, in words."""
+    if not row.checkpoint.present:
+        return f"{row.status}: nothing to resume"
+    return "no model weights: there is nothing to resume from"
+
+
+def resume_title(resume: Resume | None, checkpoints: list[Checkpoint] = ()) -> str:
+    """The resume box's heading: where to resume, or why there is nowhere."""
     if resume is None:
-        return "No checkpoint on disk to resume from."
+        return why_none(checkpoints)
     c = resume.checkpoint
     where = f"step {c.step:,}" if c.step is not None else PurePath(c.path).name
     return f"Resume from {where} ({PurePath(c.path).name})"

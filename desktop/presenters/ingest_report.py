@@ -42,6 +42,9 @@ def summary(report: IngestReport) -> str:
     counts = report.counts()
     parts = [f"{counts[s]} {s if counts[s] == 1 or s != 'error' else 'errors'}"
              for s in STATUSES if counts[s]]
+    warned = sum(bool(r.warnings) for r in report.results if r.status != "error")
+    if warned:
+        parts.append(f"{warned} with warnings")
     if report.ignored:
         parts.append(f"{report.ignored} other files ignored")
     text = ", ".join(parts) or "nothing to ingest"

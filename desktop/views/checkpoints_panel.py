@@ -10,6 +10,8 @@ disk again in the background; "Plan retention…" proposes what could go.
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import (
@@ -63,6 +65,7 @@ class CheckpointsPanel(QWidget):
         self._layout()
         services.sig_selection_changed.connect(self._on_selection)
         services.sig_checkpoints_changed.connect(self._on_changed)
+        services.sig_runs_changed.connect(self._retitle)  # a rename shows at once
 
     # ---- Building
 
@@ -174,8 +177,8 @@ class CheckpointsPanel(QWidget):
     def resume_from(self, row: int) -> None:
         """Copy the resume command of the checkpoint in ``row`` (warning about what it lacks)."""
         found = self.model.row(row)
-        if not found.checkpoint.present:
-            self._services.sig_message.emit(f"{found.name} is {found.status}: nothing to resume")
+        if not present.resumable(found.checkpoint):
+            self._services.sig_message.emit(f"{found.name}: {present.not_resumable(found)}")
             return
         warnings = found.checkpoint.resume_warnings()
         self._copy(command(found.checkpoint),
@@ -216,13 +219,12 @@ class CheckpointsPanel(QWidget):
             return  # another run was selected while this one loaded
         self.report = report
         names = {r.id: r.name for r in self._services.runs([report.run_id, *_related(report)])}
-        self.title.setText(f"<b>{names.get(report.run_id, '')}</b> &nbsp; "
-                           f"<span style='{MUTED_STYLE}'>{len(report.checkpoints)} "
-                           f"checkpoint{'s' * (len(report.checkpoints) != 1)}</span>")
+        self._set_title(names.get(report.run_id, ""))
         self._fill_ranking(report)
         self.model.set_rows(present.rows(report), present.eval_column(report.choice.metric))
+        self._fit_badges()
         self._on_current()
-        self.resume.show_resume(report.resume)
+        self.resume.show_resume(report.resume, report.checkpoints)
         self.lineage.setText(present.lineage_text(report.origin, names))
         self.lineage.setVisible(bool(self.lineage.text()))
         self._enable(bool(report.checkpoints))
@@ -230,6 +232,24 @@ class CheckpointsPanel(QWidget):
             self.stack.setCurrentIndex(1)
         else:
             self._show_message(NONE_FOUND)
+
+    def _set_title(self, name: str) -> None:
+        count = len(self.report.checkpoints) if self.report else 0
+        self.title.setText(f"<b>{html.escape(name)}</b> &nbsp; <span style='{MUTED_STYLE}'>"
+                           f"{count} checkpoint{'s' * (count != 1)}</span>")
+
+    def _retitle(self) -> None:
+        """The run's name as it is now (after a rename), without reloading its checkpoints."""
+        if self.report is not None and self.report.run_id == self.run_id:
+            found = self._services.runs([self.run_id])
+            if found:
+                self._set_title(found[0].name)
+
+    def _fit_badges(self) -> None:
+        """Widen the badges column to its widest row, so no pill is cut."""
+        column = COLUMN_INDEX["badges"]
+        needed = self.table.sizeHintForColumn(column)
+        self.table.setColumnWidth(column, max(WIDTHS["badges"], needed))
 
     def _fill_ranking(self, report: Report) -> None:
         metric, mode = self._services.ranking(report.run_id)
@@ -258,7 +278,7 @@ class CheckpointsPanel(QWidget):
 
     def _on_current(self) -> None:
         row = self.selected()
-        self.resume_button.setEnabled(row is not None and row.checkpoint.present)
+        self.resume_button.setEnabled(row is not None and present.resumable(row.checkpoint))
 
     def _rescanned(self) -> None:
         self._rescanning = False
@@ -293,7 +313,7 @@ class CheckpointsPanel(QWidget):
         menu = QMenu(self)
         resume = menu.addAction("Resume from here (copy the command)",
                                 lambda: self.resume_from(index.row()))
-        resume.setEnabled(row.checkpoint.present)
+        resume.setEnabled(present.resumable(row.checkpoint))
         menu.addAction("Copy path", lambda: QGuiApplication.clipboard().setText(
             row.checkpoint.path))
         menu.exec(self.table.viewport().mapToGlobal(pos))
@@ -366,9 +386,9 @@ class _ResumeBox(QFrame):
         column.addWidget(self.warnings)
         column.addLayout(line)
 
-    def show_resume(self, resume) -> None:
+    def show_resume(self, resume, checkpoints=()) -> None:
         self.current = resume
-        self.heading.setText(f"<b>{present.resume_title(resume)}</b>")
+        self.heading.setText(f"<b>{present.resume_title(resume, list(checkpoints))}</b>")
         self.reasons.setText("Why: " + "; ".join(resume.reasons) if resume else "")
         self.reasons.setVisible(bool(resume and resume.reasons))
         self.warnings.setText("\n".join(f"⚠ {w}" for w in resume.warnings) if resume else "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRectF, Qt
+from PySide6.QtCore import QModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
@@ -14,7 +14,17 @@ PAD, GAP = 6, 4
 
 
 class BadgeDelegate(QStyledItemDelegate):
-    """Paints the cell's badge words (:data:`BADGES_ROLE`) as rounded pills."""
+    """Paints the cell's badge words (:data:`BADGES_ROLE`) as rounded pills, inside the cell.
+
+    Its size hint is the width the pills need, so the column can be fitted to them
+    (``resizeColumnToContents``); a narrower column clips them, never its neighbours.
+    """
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # noqa: N802
+        metrics = QFontMetrics(option.font)
+        badges = index.data(BADGES_ROLE) or []
+        width = GAP + sum(metrics.horizontalAdvance(w) + 2 * PAD + GAP for w in badges)
+        return QSize(width, metrics.height() + 6)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         self.initStyleOption(option, index)
@@ -28,6 +38,7 @@ class BadgeDelegate(QStyledItemDelegate):
         x = option.rect.left() + GAP
         y = option.rect.top() + (option.rect.height() - height) / 2
         painter.save()
+        painter.setClipRect(option.rect)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         for word in badges:
             ink, fill = BADGE_COLOURS.get(word, ("#323f4b", "#e4e7eb"))

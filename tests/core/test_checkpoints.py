@@ -17,7 +17,7 @@ from core.checkpoints import (
     metric_mode,
     metrics_at,
 )
-from core.resume import command, recommend
+from core.resume import command, recommend, why_none
 from core.retention import RetentionError, plan
 from core.runlog import Series
 
@@ -107,6 +107,21 @@ def test_resume_without_complete_checkpoints_warns_and_from_best_is_explicit():
     assert from_best.reasons[0] == "best by eval_loss (min): 0.5 at step 8"
     assert from_best.warnings == [MISSING_WARNINGS["scheduler"]]
     assert recommend([ckpt(8, status="missing")]) is None
+
+
+def test_a_checkpoint_without_model_weights_is_never_recommended():
+    found = [ckpt(8, 0.4, missing=("optimizer",)),
+             ckpt(16, 0.9, missing=("model", "optimizer", "scheduler"))]
+    for from_best in (False, True):
+        resume = recommend(found, "eval_loss", "min", from_best=from_best)
+        assert resume.checkpoint.step == 8
+        assert MISSING_WARNINGS["model"] not in resume.warnings
+    weightless = [ckpt(s, 0.5, missing=("model", "optimizer")) for s in (8, 16)]
+    assert recommend(weightless, "eval_loss", "min") is None
+    assert recommend(weightless, "eval_loss", "min", from_best=True) is None
+    assert why_none(weightless) == ("No checkpoint to resume from: none on disk holds the "
+                                    "model weights.")
+    assert why_none([ckpt(8, status="missing")]) == "No checkpoint on disk to resume from."
 
 
 @pytest.mark.parametrize("kind, expected", [

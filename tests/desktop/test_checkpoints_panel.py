@@ -289,3 +289,27 @@ def test_write_times_read_short_within_the_year():
     assert written(row, now=datetime(2026, 12, 1)) == local.strftime("%d %b %H:%M")
     assert written(row, now=datetime(2027, 1, 1)) == local.strftime("%Y-%m-%d %H:%M")
     assert written(CheckpointRow(Checkpoint("/r/c", 1))) == ""
+
+
+def test_checkpoints_without_weights_are_never_offered_for_resuming(qtbot, panel, services,
+                                                                    hf_run):
+    for weights in hf_run.glob("checkpoint-*/model.safetensors"):
+        weights.unlink()
+    run_id = _ingest(qtbot, services, hf_run)
+    _show(qtbot, panel, services, run_id, 3)
+    assert panel.report.resume is None
+    assert panel.resume.heading.text() == ("<b>No checkpoint to resume from: none on disk holds "
+                                           "the model weights.</b>")
+    assert not panel.resume.command.isVisibleTo(panel) and not panel.resume.warnings.isVisible()
+    assert all("resume" not in _badges(panel, row) for row in _rows(panel).values())
+    panel.table.selectRow(0)
+    assert not panel.resume_button.isEnabled()
+
+
+def test_badges_fit_their_column_and_a_rename_retitles_the_tab(qtbot, panel, services, hf_run):
+    run_id = _ingest(qtbot, services, hf_run)
+    _show(qtbot, panel, services, run_id, 3)
+    column = COLUMN_INDEX["badges"]
+    assert panel.table.columnWidth(column) >= panel.table.sizeHintForColumn(column) > 0
+    services.rename(run_id, "renamed run")
+    assert "<b>renamed run</b>" in panel.title.text()

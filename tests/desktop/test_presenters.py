@@ -271,7 +271,7 @@ def test_ingest_report_rows_and_summary():
     assert rows[0].detail == "1,200 points; warning: metric 'x' appears twice"
     assert rows[1].detail == "line 3: truncated JSON"
     assert ingest_report.summary(report) == (
-        "Cancelled: 1 ingested, 1 duplicate, 2 errors, 2 other files ignored")
+        "Cancelled: 1 ingested, 1 duplicate, 2 errors, 1 with warnings, 2 other files ignored")
 
 
 @pytest.mark.parametrize("value, text", [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from tracker.ingest import ingest
+from tracker.ingest import NO_METRICS, ingest
 
 HEADER = {"headroom": 1, "run": {"name": "demo", "shape": {"seq_len": 2048, "n_gpus": 8}}}
 
@@ -235,3 +235,10 @@ def test_process_killed_mid_ingest_leaves_a_consistent_database(tmp_path):
     report = ingest(store, logs)
     assert report.ok and store.run_count() == 60
     assert statuses(report).count("ingested") == 60 - stored
+
+
+def test_a_run_without_metrics_is_stored_with_a_warning(store, corpus):
+    report = ingest(store, [corpus / "wandb" / "0-KaiKai-0__stanford_alpaca"])
+    [result] = report.results
+    assert result.status == "ingested" and result.points == 0
+    assert result.warnings == [NO_METRICS]

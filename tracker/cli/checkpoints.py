@@ -102,6 +102,8 @@ def resume_dict(resume) -> dict | None:
 
 
 def _report_dict(summary, report, from_best) -> dict:
+    from core.resume import why_none
+
     origin = report.origin
     return {
         "run": summary.id, "name": summary.name, "metric": report.choice.metric,
@@ -109,6 +111,7 @@ def _report_dict(summary, report, from_best) -> dict:
         "best": report.best.path if report.best else None,
         "latest": report.latest.path if report.latest else None,
         "resume": resume_dict(report.resume), "resume_from_best": resume_dict(from_best),
+        "resume_note": None if report.resume else why_none(report.checkpoints),
         "resumed_from": origin.resumed_from if origin else None,
         "resumed_from_run": origin.parent_run if origin else None,
         "resumed_from_step": origin.parent_step if origin else None,
@@ -149,7 +152,7 @@ def _print_report(summary, report) -> None:
         print_table(("step", "kind", "status", "has", "size", "written", "loss", eval_name, "",
                      "path"), rows)
         print(LEGEND)
-    _print_resume(report.resume)
+    _print_resume(report.resume, report.checkpoints)
     if report.origin and report.origin.resumed_from:
         print(f"this run resumed from {printable(report.origin.resumed_from)}")
 
@@ -176,9 +179,11 @@ def _size(n: int | None) -> str | None:
     return None if n is None else size_text(n)
 
 
-def _print_resume(resume) -> None:
+def _print_resume(resume, checkpoints) -> None:
+    from core.resume import why_none
+
     if resume is None:
-        print("resume: no checkpoint on disk to resume from")
+        print(f"resume: {why_none(checkpoints)}")
         return
     print(f"resume from: {printable(resume.checkpoint.path)}")
     for reason in resume.reasons:

@@ -96,3 +96,32 @@ def test_a_batch_size_change_without_the_lr_following_is_named_as_the_cause():
     lr = np.where(steps < 115, 3e-4, 12e-4)
     run.series.update(series(lr=(steps, lr)))
     assert only(run, "loss_spike").evidence["lr_followed_batch"] is True
+
+
+def _spiky_loss(n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    steps = np.arange(n)
+    loss = 3.0 - steps / 400 + 0.02 * np.random.default_rng(2).standard_normal(n)
+    loss[120:126] += 1.0
+    return steps, loss
+
+
+def test_a_spike_with_the_lr_and_batch_flat_blames_the_data_not_the_lr():
+    steps, loss = _spiky_loss()
+    lr = 3e-4 * np.where(steps < 100, 1.0, 0.81)  # decayed before the spike: 0.81x the usual
+    run = RunData(series=series(loss=(steps, loss), lr=(steps, lr),
+                                batch_size=(steps, np.full(200, 8.0))))
+    spike = only(run, "loss_spike")
+    assert spike.evidence["lr_ratio_to_usual"] == pytest.approx(0.81)
+    assert spike.cause == "LR and batch unchanged: likely a bad batch or data outlier."
+    assert "too high" not in spike.cause and "batch size" not in spike.cause
+    assert spike.evidence["causes_considered"] == [
+        "a learning rate too high: ruled out (LR 0.81× its usual value)",
+        "a batch-size change: ruled out (batch constant at 8)",
+        "a bad batch or data outlier: likely"]
+
+
+def test_a_spike_in_a_log_without_lr_or_batch_names_what_cannot_be_told():
+    steps, loss = _spiky_loss()
+    spike = only(RunData(series=series(loss=(steps, loss))), "loss_spike")
+    assert spike.cause == ("The log cannot tell which: a learning rate too high, a batch-size "
+                           "change or a bad batch or data outlier.")

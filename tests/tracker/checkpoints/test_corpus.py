@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from core.checkpoints import ADAPTER_WARNING, LFS_WARNING
+from core.resume import why_none
 from core.retention import plan
 from tracker.checkpoints import manager
 from tracker.ingest import ingest
@@ -91,8 +92,8 @@ def test_checkpoints_without_weights_or_optimizer_are_incomplete(corpus, tmp_pat
         assert c.status == "ok" and c.complete is False
         assert c.missing() == ["model", "optimizer", "scheduler", "rng"]
     answer = manager.report(store, run_id)
-    assert answer.resume.reasons[0].startswith("no checkpoint holds everything")
-    assert answer.resume.warnings[0] == "model weights missing: there is nothing to resume from"
+    assert answer.resume is None  # never "resume from here" beside "nothing to resume from"
+    assert why_none(answer.checkpoints).endswith("none on disk holds the model weights.")
 
 
 def test_a_best_checkpoint_named_by_a_relative_path_is_missing(corpus):
