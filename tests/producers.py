@@ -93,7 +93,8 @@ def write_summary_writer(
 
 def train_lightning(
     root: Path, steps: int = 30, loggers: tuple[str, ...] = ("csv", "tb"), val_every: int = 10,
-    log_every: int = 5, ckpt_path: str | None = None, callbacks: tuple = (), **trainer_args,
+    log_every: int = 5, ckpt_path: str | None = None, callbacks: tuple = (),
+    own_folders: bool = False, **trainer_args,
 ) -> Path:
     """Train a tiny language model with Lightning on the CPU; returns its ``version_N`` folder.
 
@@ -104,7 +105,9 @@ def train_lightning(
     n_layers, vocab_size, lr) and checkpoints with ``ModelCheckpoint(monitor="val_loss",
     save_top_k=2, save_last=True)`` into ``version_N/checkpoints``. ``ckpt_path``
     resumes from a checkpoint (Lightning then logs into a new version folder).
-    ``callbacks`` are added after those.
+    ``callbacks`` are added after those. ``own_folders`` lets each logger write into a
+    folder of its own (``root/csv_logs/version_0``, ``root/tb_logs/version_0``), as two
+    loggers do unless told otherwise.
     """
     import lightning as L
     from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
@@ -113,10 +116,13 @@ def train_lightning(
 
     L.seed_everything(0, verbose=False)
     kinds = {"csv": CSVLogger, "tb": TensorBoardLogger}
-    first = kinds[loggers[0]](save_dir=str(root), name="lightning_logs")
-    # Each logger picks its own next version; pin them to one folder, as users do.
-    writers = [first] + [kinds[k](save_dir=str(root), name="lightning_logs", version=first.version)
-                         for k in loggers[1:]]
+    if own_folders:
+        writers = [kinds[k](save_dir=str(root), name=f"{k}_logs") for k in loggers]
+    else:
+        first = kinds[loggers[0]](save_dir=str(root), name="lightning_logs")
+        # Each logger picks its own next version; pin them to one folder, as users do.
+        writers = [first] + [kinds[k](save_dir=str(root), name="lightning_logs",
+                                      version=first.version) for k in loggers[1:]]
     trainer = L.Trainer(
         max_steps=steps, accelerator="cpu", devices=1, log_every_n_steps=log_every,
         val_check_interval=val_every, check_val_every_n_epoch=None, enable_progress_bar=False,

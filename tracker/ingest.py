@@ -17,13 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from core.runlog import RunLog
+from tracker import jobs
+from tracker.db import jobs as parts_store
 from tracker.db import runs as run_store
 from tracker.db.runs import SourceStat
-from tracker.db.schema import Run, SourceFile
 from tracker.enrich import enrich
 from tracker.readers import Reader, ReaderError, best_reader, labels
 from tracker.readers._common import head, looks_binary, special_kind
@@ -54,6 +54,8 @@ class FileResult:
     run_name: str | None = None
     points: int = 0
     warnings: list[str] = field(default_factory=list)
+    # Runs stored before that this file's run took in (a GPU sampler log beside it).
+    absorbed: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -96,8 +98,14 @@ def ingest(
     paths: Iterable[str | os.PathLike],
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    refresh: bool = False,
 ) -> IngestReport:
-    """Ingest files and folders into ``store``; see the module docstring."""
+    """Ingest files and folders into ``store``; see the module docstring.
+
+    Logs of one job join one run (:mod:`tracker.jobs`). ``refresh`` reads and stores
+    files again even when unchanged (a run just split off a job takes back its own
+    metadata).
+    """
     report = IngestReport()
     units = _discover([Path(p) for p in paths], report)
     unread: list[tuple[_Unit, FileResult]] = []
@@ -108,7 +116,7 @@ def ingest(
             break
         if progress is not None:
             progress(done, len(units), str(unit.path))
-        for result in _ingest_unit(store, unit):
+        for result in _ingest_unit(store, unit, refresh):
             if result.format is not None:
                 log_folders.add(unit.path.parent)
             if result.status == "ignored":
@@ -118,9 +126,20 @@ def ingest(
             else:
                 report.results.append(result)
     _report_unread(report, unread, log_folders)
+    _follow_absorbed(report)
     if progress is not None and not report.cancelled:
         progress(len(units), len(units), "")
     return report
+
+
+def _follow_absorbed(report: IngestReport) -> None:
+    """Files whose run a later file's run took in now name the run they joined."""
+    moved = {old: r for r in report.results for old in r.absorbed}
+    for result in report.results:
+        while result.run_id in moved and moved[result.run_id] is not result:
+            joined = moved[result.run_id]
+            result.run_id, result.run_name = joined.run_id, joined.run_name
+            result.reason = f"joined run {joined.run_id} ({joined.run_name})"
 
 
 def _report_unread(report: IngestReport, unread: list, log_folders: set[Path]) -> None:
@@ -189,7 +208,7 @@ def _alias(entry: os.DirEntry) -> bool:
 # Ingesting one unit
 
 
-def _ingest_unit(store: Store, unit: _Unit) -> list[FileResult]:
+def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileResult]:
     path = unit.path
     result = FileResult(str(path), "error")
     refused = _refused(path)
@@ -204,11 +223,11 @@ def _ingest_unit(store: Store, unit: _Unit) -> list[FileResult]:
         if reader is None:
             return [_quiet(unit, result, f"unrecognised format (tried: {labels()})")]
         result.format = reader.name
-        if _unchanged(store, path):
+        if not refresh and _unchanged(store, path):
             result.status, result.reason = "duplicate", "unchanged since last ingest"
             return [result]
         logs, before = _read_hashing(reader, path) if path.is_file() else (reader.read(path), None)
-        return [_store_log(store, path, log, before, len(logs) > 1) for log in logs]
+        return [_store_log(store, path, log, before, len(logs) > 1, refresh) for log in logs]
     except ReaderError as err:
         result.reason = str(err)
     except DBAPIError as err:
@@ -245,7 +264,8 @@ def _quiet(unit: _Unit, result: FileResult, reason: str) -> FileResult:
 
 
 def _store_log(
-    store: Store, path: Path, log: RunLog, before: list[SourceStat] | None, keyed: bool
+    store: Store, path: Path, log: RunLog, before: list[SourceStat] | None, keyed: bool,
+    refresh: bool = False,
 ) -> FileResult:
     sources = before or _stat_sources(log.sources)
     source_key = str(path) + (f"#{log.key}" if keyed or log.key else "")
@@ -256,14 +276,16 @@ def _store_log(
         result.warnings.append(NO_METRICS)
     try:
         with store.session() as s:
-            existing = s.execute(select(Run).where(Run.source_key == source_key)).scalar_one_or_none()
-            twin = s.execute(select(Run).where(Run.content_key == content_key)).scalar_one_or_none()
-            if twin is not None:
-                result.status, result.run_id, result.run_name = "duplicate", twin.id, twin.name
-                result.reason = ("unchanged" if twin is existing
-                                 else f"same content as run {twin.id} ({twin.source_path})")
-                if twin is existing:
-                    _save_stats(s, twin.id, sources)
+            existing = run_store.by_source(s, source_key)
+            part = None if existing else parts_store.part_by_source(s, source_key)
+            owner = parts_store.content_owner(s, content_key)
+            if owner is not None and not (refresh and existing is not None):
+                return _known_content(s, result, owner, existing, part, sources)
+            if part is not None:
+                result.points = jobs.update_part(s, part, log, sources, content_key)
+                result.run_id, result.run_name = part.run_id, run_store.name_of(s, part.run_id)
+                result.status = "updated"
+                result.reason = f"part of run {part.run_id}: {result.points} new points"
                 return result
             run_id, points = run_store.save(
                 s, log, source_key, content_key, sources, existing, _user(), socket.gethostname()
@@ -273,6 +295,9 @@ def _store_log(
             if existing is not None:
                 result.status = "updated"
                 result.reason = f"{points} new points" if points else "metadata updated"
+                jobs.diagnose_if_joined(s, run_id)
+            else:
+                _join(s, result)
     except IntegrityError:
         # Another process stored the same content between our check and our insert.
         result.status, result.reason = "duplicate", "stored concurrently by another ingest"
@@ -281,31 +306,41 @@ def _store_log(
     return result
 
 
+def _known_content(session, result: FileResult, owner: tuple[int, str], existing, part,
+                   sources: list[SourceStat]) -> FileResult:
+    """The content is stored already: this very log unchanged, or a copy of another."""
+    run_id, where = owner
+    result.status, result.run_id = "duplicate", run_id
+    result.run_name = run_store.name_of(session, run_id)
+    mine = (existing is not None and existing.id == run_id) or (
+        part is not None and part.run_id == run_id)
+    result.reason = "unchanged" if mine else f"same content as run {run_id} ({where})"
+    if mine:
+        run_store.refresh_stats(session, run_id, sources)
+    return result
+
+
+def _join(session, result: FileResult) -> None:
+    """A new run joins its job (another log of the training, a GPU sampler) if it has one."""
+    joined = jobs.join(session, result.run_id)
+    result.absorbed = list(joined.absorbed)
+    if joined.run_id != result.run_id or joined.absorbed:
+        result.run_id, result.run_name = joined.run_id, joined.run_name
+        result.reason = joined.note
+        jobs.diagnose(session, joined.run_id)
+
+
 def _db_reason(err: DBAPIError) -> str:
     what = "database connection lost" if err.connection_invalidated else "database error"
     detail = str(err.orig).strip().splitlines()[0] if err.orig else type(err).__name__
     return f"{what} ({detail}); nothing of this file was stored"
 
 
-def _save_stats(session, run_id: int, sources: list[SourceStat]) -> None:
-    """Refresh size/mtime of unchanged sources so the next ingest skips them without hashing."""
-    for s in sources:
-        row = session.execute(
-            select(SourceFile).where(SourceFile.run_id == run_id, SourceFile.path == s.path)
-        ).scalar_one_or_none()
-        if row is not None:
-            row.size, row.mtime = s.size, s.mtime
-
-
 def _unchanged(store: Store, path: Path) -> bool:
-    """True when every source file of the run(s) from ``path`` has its stored size and mtime."""
-    key = str(path)
+    """True when every source file of the run(s) or parts from ``path`` has its stored size
+    and mtime."""
     with store.session() as s:
-        rows = s.execute(
-            select(SourceFile)
-            .join(Run, Run.id == SourceFile.run_id)
-            .where((Run.source_key == key) | Run.source_key.startswith(key + "#"))
-        ).scalars().all()
+        rows = parts_store.source_rows(s, str(path))
     if not rows:
         return False
     for row in rows:

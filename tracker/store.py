@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
@@ -17,7 +18,7 @@ from core.shape import RunShape
 from tracker.db import findings as finding_store
 from tracker.db import runs as run_store
 from tracker.db.engine import default_url, display_url, make_engine, normalize_url, upgrade
-from tracker.db.runs import USER_SOURCE, RunSummary, SeriesInfo, SourceStat
+from tracker.db.runs import USER_SOURCE, PartInfo, RunSummary, SeriesInfo, SourceStat
 from tracker.db.schema import EventRow, Run, RunTag, SeriesRow, SourceFile
 
 if TYPE_CHECKING:
@@ -141,6 +142,15 @@ class Store:
             ).scalars()
             return [SourceStat(r.path, r.size, r.mtime, r.sha256) for r in rows]
 
+    def parts(self, run_id: int) -> list[PartInfo]:
+        """The logs that joined this run as parts of its job (other loggers, GPU samplers)."""
+        from tracker.db import jobs
+
+        with self.session() as s:
+            self._get(s, run_id)
+            return [PartInfo(p.id, p.source_path, p.name, p.format, p.role, list(p.metrics),
+                             list(p.duplicates), p.note) for p in jobs.parts(s, run_id)]
+
     def checkpoints(self, run_id: int) -> list[Checkpoint]:
         """The run's checkpoints as last scanned, by step."""
         from tracker.db import checkpoints as checkpoint_store
@@ -210,6 +220,46 @@ class Store:
             else:
                 shape.set(name, value, USER_SOURCE)
             run.shape = shape.to_dict()
+
+    def set_colour(self, run_id: int, colour: str) -> None:
+        """The run's colour in every view, as the user chose it ("#rrggbb")."""
+        with self.session() as s:
+            self._get(s, run_id).colour = colour
+
+    def merge_runs(self, into: int, others: Iterable[int]) -> list[str]:
+        """Make ``others`` parts of run ``into`` (one job), each in its own transaction.
+
+        Returns what happened to each, in words. A GPU sampler's samples are placed
+        on the run's steps; raises ValueError when one was not sampling during the run.
+        """
+        from tracker import jobs
+
+        done = []
+        for other in others:
+            if other == into:
+                continue
+            with self.session() as s:
+                done.append(jobs.merge(s, into, other))
+                jobs.diagnose(s, into)
+        return done
+
+    def split_part(self, part_id: int) -> int:
+        """Make a part of a job a run of its own again (never merged by ingest again).
+
+        Its log is read again when it is still there, so the run gets its own shape,
+        config and events back. Returns the new run's id.
+        """
+        from tracker import jobs
+        from tracker.db import runs as run_store
+        from tracker.ingest import ingest
+
+        with self.session() as s:
+            job = jobs.job_of(s, part_id)
+            run_id = jobs.split(s, part_id, run_store.new_colour(s))
+            paths = [run_store.source_path(s, i) for i in (run_id, job)]
+        # The job's own log too: a series the part held for both goes back to it.
+        ingest(self, [p for p in paths if Path(p).exists()], refresh=True)
+        return run_id
 
     def set_resumed_from(self, run_id: int, path: str | None) -> None:
         """The checkpoint this run resumed from (lineage), as the user states it; None clears it."""

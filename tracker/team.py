@@ -20,6 +20,7 @@ from tracker.db.schema import (
     EventRow,
     FindingRow,
     Run,
+    RunPart,
     RunTag,
     SeriesChunk,
     SeriesRow,
@@ -27,8 +28,8 @@ from tracker.db.schema import (
 )
 from tracker.store import Store
 
-# Tables hanging off a run, copied row by row with the new run id.
-_CHILDREN = (EventRow, CheckpointRow, RunTag, SourceFile, FindingRow)
+# Tables hanging off a run, copied row by row with the new run id (files: with their part's).
+_CHILDREN = (EventRow, CheckpointRow, RunTag, FindingRow)
 
 
 class TeamError(RuntimeError):
@@ -108,6 +109,13 @@ def _find(store: Store, content_key: str) -> int | None:
 
 def _copy_run(src: Session, dst: Session, run: Run) -> int:
     new_id = dst.execute(insert(Run).values(**_columns(run, skip={"id"}))).inserted_primary_key[0]
+    parts = {}
+    for part in src.execute(select(RunPart).where(RunPart.run_id == run.id)).scalars():
+        values = _columns(part, skip={"id"}) | {"run_id": new_id}
+        parts[part.id] = dst.execute(insert(RunPart).values(**values)).inserted_primary_key[0]
+    for row in src.execute(select(SourceFile).where(SourceFile.run_id == run.id)).scalars():
+        values = _columns(row, skip={"id"}) | {"run_id": new_id, "part_id": parts.get(row.part_id)}
+        dst.execute(insert(SourceFile).values(**values))
     for table in _CHILDREN:
         rows = src.execute(select(table).where(table.run_id == run.id)).scalars().all()
         for row in rows:

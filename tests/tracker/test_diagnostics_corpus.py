@@ -28,8 +28,9 @@ KNOWN: dict[str, set[str]] = {
     # per-step loss flat at about 1.06 from step 650 to 2353 while the LR was still 35 % of peak
     "tensorboard/fyh2001__megatron-sft-recipes__p0_baseline_fsdp2_full_epoch":
         {"grad_explosion", "loss_plateau_late"},
-    # nvidia-smi sampler: 79.2 of 79.65 GiB in use on every GPU
-    "jsonl/ms_swift/fyh2001__megatron-sft-recipes__run_mbs1_ga8_gbs32_offload/gpu_metrics.jsonl":
+    # ms-swift run with the nvidia-smi sampler beside it (gpu_metrics.jsonl joins the run as its
+    # system metrics): 79.2 of 79.65 GiB in use on every GPU
+    "jsonl/ms_swift/fyh2001__megatron-sft-recipes__run_mbs1_ga8_gbs32_offload/logging.jsonl":
         {"memory_tight"},
 }
 

@@ -11,16 +11,27 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from core.palette import fallback
 from core.shape import RunShape
-from tracker.db.schema import CheckpointRow, EventRow, Run, RunTag, SeriesRow, SourceFile
+from tracker.db.schema import (
+    CheckpointRow,
+    EventRow,
+    Run,
+    RunPart,
+    RunTag,
+    SeriesRow,
+    SourceFile,
+)
 
 if TYPE_CHECKING:  # listing runs (summaries) needs neither numpy nor the series codec
-    from core.runlog import RunLog
+    from core.runlog import RunEvent, RunLog
 
 # Fields the user corrected in the app win over what a re-read log says.
 USER_SOURCE = "user"
 # Events that end a run abnormally (an exit event is a failed or killed process).
 CRASH_EVENTS = ("oom", "exception", "exit")
+# Where the events a part of a job brought are marked: the run's own re-ingest keeps them.
+PART_KEY = "part"
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,20 @@ class SeriesInfo:
     first_nonfinite_step: int | None
 
 
+@dataclass(frozen=True)
+class PartInfo:
+    """A log that joined a run as part of its job: another logger, or a GPU sampler."""
+
+    id: int
+    source_path: str
+    name: str
+    format: str
+    role: str  # "logger" or "system"
+    metrics: list[str]  # the series it brought
+    duplicates: list[str]  # the series it held identical to the run's (kept once)
+    note: str = ""  # how a sampler's samples were placed on the steps
+
+
 @dataclass
 class RunSummary:
     """One row of the runs table: the run and its series' summaries."""
@@ -66,6 +91,7 @@ class RunSummary:
     series: dict[str, SeriesInfo] = field(default_factory=dict)
     severity: str | None = None  # the worst diagnostic finding's (None: no findings)
     last_data_at: datetime | None = None  # when the run's logs last brought new points
+    colour: str = ""  # "#rrggbb", the same in every view
 
     def stat(self, name: str, attr: str) -> Any:
         info = self.series.get(name)
@@ -89,7 +115,8 @@ def save(
             source_key=source_key, content_key=content_key, name=log.name, format=log.format,
             source_path=source_key.split("#", 1)[0], started_at=_aware(log.started), ingested_at=now,
             updated_at=now, status=_status(log), user=user, host=host,
-            shape=log.shape.to_dict(), config=log.config, summary=_jsonable(log.summary),
+            shape=log.shape.to_dict(), config=log.config, summary=jsonable(log.summary),
+            colour=new_colour(session),
         )
         session.add(run)
         session.flush()
@@ -102,14 +129,47 @@ def save(
         run.status = _status(log)
         run.shape = _merged_shape(RunShape.from_dict(run.shape), log.shape).to_dict()
         run.config = log.config
-        run.summary = _jsonable(log.summary)
-    points = _save_series(session, run.id, log)
+        run.summary = jsonable(log.summary)
+    points = save_series(session, run.id, log, skip=part_metrics(session, run.id))
     if points or existing is None:  # a new log, even a header alone, is a sign of life
         run.last_data_at = _last_written(sources) or now
-    _save_events(session, run.id, log)
-    _save_checkpoint_refs(session, run.id, log)
-    _save_sources(session, run.id, sources)
+    save_events(session, run.id, log.events)
+    save_checkpoint_refs(session, run.id, log)
+    save_sources(session, run.id, sources)
     return run.id, points
+
+
+def new_colour(session: Session) -> str:
+    """The colour for a run about to be stored: the palette's least used."""
+    from sqlalchemy import func
+
+    from core.palette import next_colour
+
+    counts = session.execute(select(Run.colour, func.count()).group_by(Run.colour)).all()
+    return next_colour({colour: n for colour, n in counts if colour})
+
+
+def by_source(session: Session, source_key: str) -> Run | None:
+    """The run ingested from ``source_key`` (a path, plus "#key" for a file of several runs)."""
+    return session.execute(select(Run).where(Run.source_key == source_key)).scalar_one_or_none()
+
+
+def name_of(session: Session, run_id: int) -> str:
+    return session.execute(select(Run.name).where(Run.id == run_id)).scalar_one()
+
+
+def source_path(session: Session, run_id: int) -> str:
+    return session.execute(select(Run.source_path).where(Run.id == run_id)).scalar_one()
+
+
+def refresh_stats(session: Session, run_id: int, sources: list[SourceStat]) -> None:
+    """Refresh size/mtime of unchanged sources so the next ingest skips them without hashing."""
+    for s in sources:
+        row = session.execute(
+            select(SourceFile).where(SourceFile.run_id == run_id, SourceFile.path == s.path)
+        ).scalar_one_or_none()
+        if row is not None:
+            row.size, row.mtime = s.size, s.mtime
 
 
 def _aware(when: datetime | None) -> datetime | None:
@@ -139,14 +199,16 @@ def _last_written(sources: list[SourceStat]) -> datetime | None:
 
 
 def _merged_shape(stored: RunShape, read: RunShape) -> RunShape:
-    """The newly read shape, but with the user's own corrections kept."""
+    """The newly read shape, with the user's own corrections kept and what it no longer
+    says (or never said: a GPU sampler that joined the run) filled from the stored one."""
     for name, source in stored.sources.items():
         if source == USER_SOURCE:
             read.set(name, getattr(stored, name), USER_SOURCE)
+    read.merge(stored)
     return read
 
 
-def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
+def jsonable(values: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, value in values.items():
         if isinstance(value, float) and value != value:  # NaN has no JSON form
@@ -155,7 +217,14 @@ def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _save_series(session: Session, run_id: int, log: RunLog) -> int:
+def part_metrics(session: Session, run_id: int) -> set[str]:
+    """Series of the run that parts of its job brought (its own log leaves them alone)."""
+    names = session.execute(select(RunPart.metrics).where(RunPart.run_id == run_id)).scalars()
+    return {name for listed in names for name in listed}
+
+
+def save_series(session: Session, run_id: int, log: RunLog, skip: set[str] = frozenset()) -> int:
+    """Store the log's series into the run (new points appended); returns the points written."""
     from tracker.db import series as series_store
 
     stored = {
@@ -165,6 +234,8 @@ def _save_series(session: Session, run_id: int, log: RunLog) -> int:
     points = 0
     for name, series in log.series.items():
         row = stored.get(name)
+        if name in skip:
+            continue
         if row is None:
             series_store.write(session, run_id, series)
             points += len(series)
@@ -176,16 +247,24 @@ def _save_series(session: Session, run_id: int, log: RunLog) -> int:
     return points
 
 
-def _save_events(session: Session, run_id: int, log: RunLog) -> None:
-    session.execute(delete(EventRow).where(EventRow.run_id == run_id))
-    for e in log.events:
-        session.add(
-            EventRow(run_id=run_id, kind=e.kind, step=e.step, message=e.message,
-                     wall_time=e.wall_time, data=_jsonable(e.data))
-        )
+def save_events(session: Session, run_id: int, events: list[RunEvent],
+                part_key: str | None = None) -> None:
+    """Store the events of the run's own log (or of one part), keeping the others'."""
+    for row in session.execute(select(EventRow).where(EventRow.run_id == run_id)).scalars():
+        if row.data.get(PART_KEY) == part_key:
+            session.delete(row)
+    session.flush()
+    seen = {(e.kind, e.step) for e in session.execute(
+        select(EventRow).where(EventRow.run_id == run_id)).scalars()}
+    for e in events:
+        if part_key is not None and (e.kind, e.step) in seen:
+            continue  # the run's own log says so already
+        data = jsonable(e.data) | ({PART_KEY: part_key} if part_key else {})
+        session.add(EventRow(run_id=run_id, kind=e.kind, step=e.step, message=e.message,
+                             wall_time=e.wall_time, data=data))
 
 
-def _save_checkpoint_refs(session: Session, run_id: int, log: RunLog) -> None:
+def save_checkpoint_refs(session: Session, run_id: int, log: RunLog) -> None:
     known = set(
         session.execute(select(CheckpointRow.path).where(CheckpointRow.run_id == run_id)).scalars()
     )
@@ -194,14 +273,23 @@ def _save_checkpoint_refs(session: Session, run_id: int, log: RunLog) -> None:
             known.add(ref.path)
             session.add(
                 CheckpointRow(run_id=run_id, step=ref.step, path=ref.path, status="logged",
-                              metrics=_jsonable(ref.metrics))
+                              metrics=jsonable(ref.metrics))
             )
 
 
-def _save_sources(session: Session, run_id: int, sources: list[SourceStat]) -> None:
-    session.execute(delete(SourceFile).where(SourceFile.run_id == run_id))
+def save_sources(session: Session, run_id: int, sources: list[SourceStat],
+                 part_id: int | None = None) -> None:
+    """Replace the stored files of the run's own log (``part_id`` None) or of one part."""
+    mine = SourceFile.part_id.is_(None) if part_id is None else SourceFile.part_id == part_id
+    session.execute(delete(SourceFile).where(SourceFile.run_id == run_id, mine))
+    session.flush()
+    known = set(session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))
+                .scalars())
     for s in sources:
-        session.add(SourceFile(run_id=run_id, path=s.path, size=s.size, mtime=s.mtime, sha256=s.sha256))
+        if s.path not in known:
+            known.add(s.path)
+            session.add(SourceFile(run_id=run_id, part_id=part_id, path=s.path, size=s.size,
+                                   mtime=s.mtime, sha256=s.sha256))
 
 
 _SERIES_COLUMNS = (
@@ -211,7 +299,7 @@ _SERIES_COLUMNS = (
 )
 _RUN_COLUMNS = (
     Run.id, Run.name, Run.format, Run.source_path, Run.started_at, Run.ingested_at, Run.status,
-    Run.notes, Run.shape, Run.last_data_at,
+    Run.notes, Run.shape, Run.last_data_at, Run.colour,
 )
 
 
@@ -239,6 +327,7 @@ def summaries(session: Session, run_ids: list[int] | None = None,
             started_at=r.started_at, ingested_at=r.ingested_at, status=r.status, notes=r.notes,
             shape=RunShape.from_dict(r.shape), tags=tags[r.id], series=infos[r.id],
             severity=severities.get(r.id), last_data_at=_utc(r.last_data_at),
+            colour=r.colour or fallback(r.id),
         )
         for r in runs
     ]

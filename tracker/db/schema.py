@@ -54,9 +54,40 @@ class Run(SQLModel, table=True):
     resumed_from: str | None = None
     # The user's choice to keep this run out of the memory-model calibration.
     exclude_from_fit: bool = Field(default=False, index=True)
+    # The run's colour in every view ("#rrggbb"): picked from the palette when it is stored,
+    # or chosen by the user; None for runs stored before colours were kept.
+    colour: str | None = None
+    # The user split this run off another one: ingest never merges it into a job again.
+    kept_apart: bool = False
     shape: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     summary: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class RunPart(SQLModel, table=True):
+    """A log that joined another run because it belongs to the same job.
+
+    A second logger of the same training (its curves identical to the run's) or a
+    GPU sampler that recorded the run's devices. The run keeps its own source;
+    each part keeps the keys ingest knows it by, and the metrics it brought.
+    """
+
+    __tablename__ = "run_part"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(sa_column=_fk("run"))
+    source_key: str = Field(unique=True)
+    content_key: str = Field(unique=True)
+    source_path: str
+    name: str  # the name the log would have had as a run of its own
+    format: str
+    role: str  # "logger": another log of the training; "system": device metrics
+    # Series of the run this part brought, and those it also held identical to the run's.
+    metrics: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    duplicates: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # How a system part's samples were placed on the run's steps, in words.
+    note: str = ""
+    ingested_at: datetime
 
 
 class SourceFile(SQLModel, table=True):
@@ -67,6 +98,9 @@ class SourceFile(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(sa_column=_fk("run"))
+    # The part of the run the file belongs to (None: the run's own source).
+    part_id: int | None = Field(default=None, sa_column=Column(
+        Integer, ForeignKey("run_part.id", ondelete="CASCADE"), nullable=True, index=True))
     path: str = Field(index=True)
     size: int = Field(sa_column=Column(BigInteger, nullable=False))
     mtime: float
