@@ -199,7 +199,8 @@ def _with_first_step(times: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _inside(walls: np.ndarray, times: np.ndarray) -> np.ndarray:
-    return np.isfinite(walls) & (walls >= times[0]) & (walls <= times[-1])
+    """Samples taken after the first step began, by the last one's stamp."""
+    return np.isfinite(walls) & (walls > times[0]) & (walls <= times[-1])
 
 
 def _on_steps(series: Series, times: np.ndarray, at: np.ndarray) -> Series | None:
