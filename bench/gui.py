@@ -129,8 +129,11 @@ def plot_runs(smoothing: float, points: int = POINTS, report: bool = True) -> No
         store = Store(str(Path(tmp) / "bench.db"))
         ids = _store_runs(store, points)
         services = AppServices(store)
-        panel = PlotsPanel(services, Settings(Path(tmp) / "settings.ini"))
-        panel.smooth_slider.setValue(round(smoothing * 1000))
+        settings = Settings(Path(tmp) / "settings.ini")
+        settings.columns = 1  # one loss panel as big as the bare pyqtgraph widget below
+        settings.set_panel_height("loss", HEIGHT)
+        settings.smoothing = smoothing
+        panel = PlotsPanel(services, settings)
         panel.resize(WIDTH, HEIGHT)
         panel.show()
         app.processEvents()
@@ -143,11 +146,13 @@ def plot_runs(smoothing: float, points: int = POINTS, report: bool = True) -> No
         t2 = time.perf_counter()
         services.selected = ids
         panel.draw(spec)
-        panel.graphics.viewport().repaint()
+        app.processEvents()  # the new panel cells are laid out and shown
+        repaint = panel.cells[0].view.viewport().repaint
+        repaint()
         t3 = time.perf_counter()
         plot_data.build(runs, ["loss"], "step", smoothing, cache)
         t4 = time.perf_counter()
-        frames = pan_and_zoom(panel.panels[0].plot, panel.graphics.viewport().repaint, points)
+        frames = pan_and_zoom(panel.panels[0].plot, repaint, points)
         if report:
             print(f"plot {RUNS} x {points:,} points, smoothing {smoothing}: store -> arrays "
                   f"{t1 - t0:.3f} s, arrays -> curves {t2 - t1:.3f} s (again {t4 - t3:.3f} s), "

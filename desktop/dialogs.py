@@ -7,10 +7,15 @@ line, and tests can replace a function rather than drive a dialog.
 from __future__ import annotations
 
 import platform
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
 
 from core import __version__
+
+if TYPE_CHECKING:
+    from desktop.settings import Settings
 
 
 def ask_name(parent: QWidget, current: str) -> str | None:
@@ -30,6 +35,22 @@ def ask_tags(parent: QWidget, current: list[str], count: int) -> list[str] | Non
 def ask_notes(parent: QWidget, current: str) -> str | None:
     text, ok = QInputDialog.getMultiLineText(parent, "Notes", "Notes on this run:", current)
     return text if ok else None
+
+
+def save_path(parent: QWidget, settings: Settings, purpose: str, title: str, name: str,
+              kinds: list[str], kind: str, suffixes: list[str]) -> Path | None:
+    """Where to save: the dialog opens in the folder last used for ``purpose`` and remembers
+    the one chosen. A name without a known suffix gets the chosen filter's."""
+    start = str(Path(settings.folder_for(purpose)) / name)
+    ordered = [kind] + [k for k in kinds if k != kind]
+    chosen, picked = QFileDialog.getSaveFileName(parent, title, start, ";;".join(ordered))
+    if not chosen:
+        return None
+    path = Path(chosen)
+    if path.suffix.lower() not in suffixes:
+        path = path.with_suffix(suffixes[kinds.index(picked)] if picked in kinds else suffixes[0])
+    settings.remember_folder(purpose, str(path.parent))
+    return path
 
 
 def confirm_delete(parent: QWidget, names: list[str]) -> bool:

@@ -218,7 +218,9 @@ class AppServices(QObject):
             series = {n: self.store.series(run_id, n) for n in names}
             resumes = [e.step for e in self.store.events(run_id, ["resume"]) if e.step is not None]
             out.append(RunData(run_id, run.name, series, resumes, _tokens_per_step(run),
-                               series_version(run), **self._annotations(run_id)))
+                               series_version(run), **self._annotations(run_id),
+                               colour=run.colour, samples_per_step=run.shape.global_batch,
+                               n_gpus=run.shape.n_gpus, source_path=run.source_path))
         return out
 
     def _annotations(self, run_id: int) -> dict[str, Any]:
@@ -429,8 +431,9 @@ class AppServices(QObject):
 
 
 def series_version(run: RunSummary) -> tuple:
-    """What plotted data depends on: the run's name and each series' length and end."""
-    return (run.name, tuple(sorted((n, s.count, s.last_step) for n, s in run.series.items())))
+    """What plotted data depends on: the run's name, colour and each series' length and end."""
+    return (run.name, run.colour,
+            tuple(sorted((n, s.count, s.last_step) for n, s in run.series.items())))
 
 
 def _tokens_per_step(run: RunSummary) -> float | None:

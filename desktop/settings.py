@@ -16,6 +16,7 @@ from tracker.db.engine import data_dir
 # Bump when a key changes meaning; older files are then ignored rather than misread.
 SCHEMA_VERSION = 1
 TEAM_KEYS = ("host", "port", "database", "user")
+RECENT = 10  # entries in File ▸ Open Recent
 
 
 class Settings:
@@ -68,12 +69,45 @@ class Settings:
         self._q.setValue("plots/smoothing", float(weight))
 
     @property
-    def log_y(self) -> bool:
-        return self._q.value("plots/log_y", False, bool)
+    def smoothing_kind(self) -> str:
+        """"ema", "running" or "gaussian"."""
+        return str(self._q.value("plots/smoothing_kind", "ema"))
 
-    @log_y.setter
-    def log_y(self, on: bool) -> None:
-        self._q.setValue("plots/log_y", bool(on))
+    @smoothing_kind.setter
+    def smoothing_kind(self, kind: str) -> None:
+        self._q.setValue("plots/smoothing_kind", kind)
+
+    @property
+    def log_x(self) -> bool:
+        return self._q.value("plots/log_x", False, bool)
+
+    @log_x.setter
+    def log_x(self, on: bool) -> None:
+        self._q.setValue("plots/log_x", bool(on))
+
+    @property
+    def columns(self) -> int:
+        """Panels side by side in the plots grid (1 to 3)."""
+        return min(3, max(1, self._q.value("plots/columns", 2, int)))
+
+    @columns.setter
+    def columns(self, count: int) -> None:
+        self._q.setValue("plots/columns", int(count))
+
+    def panel_option(self, option: str) -> list[str]:
+        """Metrics whose panel has ``option`` on ("log_y", "clip")."""
+        return _strings(self._q.value(f"plots/{option}", []))
+
+    def set_panel_option(self, option: str, metric: str, on: bool) -> None:
+        metrics = [m for m in self.panel_option(option) if m != metric] + ([metric] if on else [])
+        self._q.setValue(f"plots/{option}", metrics)
+
+    def panel_height(self, metric: str, default: int) -> int:
+        """The height the user gave a metric's panel (``default`` when none)."""
+        return self._q.value(f"plots/height/{metric}", default, int)
+
+    def set_panel_height(self, metric: str, height: int) -> None:
+        self._q.setValue(f"plots/height/{metric}", int(height))
 
     # ---- Files
 
@@ -84,6 +118,28 @@ class Settings:
     @last_folder.setter
     def last_folder(self, folder: str) -> None:
         self._q.setValue("files/last_folder", folder)
+
+    def folder_for(self, purpose: str) -> str:
+        """The folder a dialog for ``purpose`` ("export", "report"…) last used, else the last
+        folder any dialog used."""
+        return str(self._q.value(f"files/folder/{purpose}", self.last_folder))
+
+    def remember_folder(self, purpose: str, folder: str) -> None:
+        self._q.setValue(f"files/folder/{purpose}", folder)
+        self.last_folder = folder
+
+    @property
+    def recent(self) -> list[str]:
+        """Files and folders opened lately, the newest first (File ▸ Open Recent)."""
+        return _strings(self._q.value("files/recent", []))
+
+    def add_recent(self, paths: list[str], keep: int = RECENT) -> None:
+        fresh = [p for p in paths if p]
+        self._q.setValue("files/recent",
+                         (fresh + [p for p in self.recent if p not in fresh])[:keep])
+
+    def clear_recent(self) -> None:
+        self._q.setValue("files/recent", [])
 
     # ---- Live runs
 

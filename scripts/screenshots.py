@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,6 +65,7 @@ def main() -> None:
         window.tabs.setCurrentWidget(window.panels[tab])
         settle(app, 1500)
         shoot(app, window, name)
+    shoot_grid(app, window, Path(home))
     shoot_checkpoints_and_findings(app, window, Path(home))
     shoot_sizing(app, window)
     shoot_live(app, window, Path(home))
@@ -80,6 +83,49 @@ def ingest_samples(app, window, paths: list[Path] | None = None) -> None:
     if not report.ok:
         raise SystemExit(f"sample ingest failed: {report.to_dict()}")
     settle(app, 1000)
+
+
+GRID_SHOTS = {"plots-grid", "plots-menu"}
+GRID_SIZE = (1280, 800)
+
+
+def shoot_grid(app, window, home: Path) -> None:
+    """A sweep of 45 synthetic LoRA runs (5 learning rates x 9 seeds) all selected at 1280x800:
+    the panel grid in two columns, then the loss panel's right-click menu."""
+    if ONLY and not ONLY & GRID_SHOTS:
+        return
+    from scripts.make_samples import simulate
+
+    sweep = home / "sweep"
+    sweep.mkdir(exist_ok=True)
+    for lr in (5e-5, 1e-4, 2e-4, 4e-4, 8e-4):
+        for seed in range(9):
+            job = replace(_live_job(f"lr{lr:.0e}-seed{seed}", lr, seed=seed, done_steps=1500),
+                          steps=1500, eval_every=500,
+                          loss_end=1.15 + 0.3 * math.log10(lr / 1.5e-4) ** 2 + 0.01 * seed)
+            _write(sweep / f"{job.name}.jsonl", simulate(job))
+    ingest_samples(app, window, [sweep])
+    window.panels["ingest"].hide()
+    window.panels["findings"].hide()
+    size = window.size()
+    window.resize(*GRID_SIZE)
+    window.splitter.setSizes([430, GRID_SIZE[0] - 430])
+    select(app, window, sorted(r.name for r in window.services.store.runs()
+                               if "-lr" in r.name and "seed" in r.name))
+    window.tabs.setCurrentWidget(window.panels["plots"])
+    settle(app, 2500)
+    plots = window.panels["plots"]
+    cell = plots.cells[0]
+    box = cell.plot.plot.vb
+    plots._on_mouse(cell, box.mapViewToScene(box.viewRect().center()))  # the readout
+    shoot(app, window, "plots-grid")
+    menu = plots.panel_menu(cell)
+    menu.popup(cell.mapToGlobal(cell.rect().center()))
+    settle(app, 600)
+    shoot_screen(app, window, "plots-menu")
+    menu.close()
+    window.resize(size)
+    window.panels["findings"].show()
 
 
 CHECKPOINT_SHOTS = {"findings", "checkpoints", "checkpoint-marks", "retention"}
@@ -253,6 +299,11 @@ def shoot_team(app, window) -> None:
         cluster.stop()
 
 
+def _save(image, path: Path) -> bool:
+    """PNG at zlib's strongest compression (Qt's quality 0 for PNG)."""
+    return image.save(str(path), "PNG", 0)
+
+
 def select(app, window, names: list[str]) -> None:
     ids = {r.name: r.id for r in window.services.store.runs()}
     window.runs_panel.select_ids([ids[n] for n in names])
@@ -268,12 +319,25 @@ def settle(app, ms: int) -> None:
         app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
 
 
+def shoot_screen(app, window, name: str) -> None:
+    """What the screen shows over the window (a popup menu is a window of its own)."""
+    if ONLY and name not in ONLY:
+        return
+    settle(app, 300)
+    path = OUT / f"{name}.png"
+    frame = window.frameGeometry()
+    image = window.screen().grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height())
+    if not _save(image, path):
+        raise SystemExit(f"could not write {path}")
+    print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
+
+
 def shoot(app, window, name: str) -> None:
     if ONLY and name not in ONLY:
         return
     settle(app, 300)
     path = OUT / f"{name}.png"
-    if not window.grab().save(str(path)):
+    if not _save(window.grab(), path):
         raise SystemExit(f"could not write {path}")
     print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
 

@@ -1,42 +1,54 @@
-"""What the plots show: which panels, and each run's curves on the chosen x axis.
+"""What the plots show: which panels, and each run's curves and bands on the chosen x axis.
 
 The view draws a :class:`PlotSpec` as it is; everything that decides a number
-(x transforms, smoothing, NaN marks, resume lines, hover values, CSV rows) is
-here, without Qt, so it is tested headless.
+(x placement, smoothing, NaN marks, resume lines, per-GPU bands, hover values,
+CSV rows) is here or beside it, without Qt, so it is tested headless.
+
+Adding to the plots (run groups, reference lines): a function ``fn(spec, runs)``
+given to ``PlotsPanel.add_contributor`` runs after every build and may append
+:class:`Curve` objects (``run_id`` any hashable, such as ``"group:lr=1e-3"``) and
+:class:`Band` objects to ``spec.panels[i]``, or drop curves; the panel draws them
+like its own, with hover values, the legend, y ranges and CSV export.
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+import re
+import warnings
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TextIO
 
 import numpy as np
 
 from core.diagnostics import Finding
+from core.palette import PALETTE
 from core.runlog import Series
-from core.smoothing import ema
-from desktop.presenters import formatting as fmt
+from core.smoothing import smooth
+from desktop.presenters import plot_axes
+from desktop.presenters.plot_axes import RunAxis, time_unit
 from desktop.presenters.plot_marks import Annotations, CheckpointMark, Origin, annotate
 from desktop.presenters.run_columns import MEMORY_METRICS
+from desktop.presenters.run_names import display_names
 
-X_AXES: dict[str, str] = {
-    "step": "Step",
-    "tokens": "Tokens seen",
-    "wall": "Wall time",
-    "relative": "Relative time",
-}
+__all__ = ["PALETTE", "Band", "Curve", "Panel", "PlotSpec", "RunData", "build", "time_unit"]
 
+# A metric logged per GPU ("power_w/gpu3") is shown as a family: one panel, each run's
+# mean (the busiest GPU for memory) with its spread across GPUs as a band.
+FAMILY = "/*"
+_PER_GPU = re.compile(r"^(?P<base>.+)/gpu\d+$")
 # The seed article's advice: always watch loss (with eval), learning rate, memory
-# peak, throughput, batch size and data volume. Each group's first metric that the
-# selected runs have becomes a panel.
+# peak, throughput, batch size and data volume; then what the GPUs did. Each group's
+# first metric that the selected runs have becomes a panel.
 DEFAULT_PANELS: tuple[tuple[str, ...], ...] = (
     ("loss", "eval_loss"),
     ("lr",),
     MEMORY_METRICS,
+    ("mem_used_gib" + FAMILY,),
     ("tokens_per_s", "samples_per_s"),
+    ("gpu_util_pct" + FAMILY,),
+    ("power_w" + FAMILY,),
     ("batch_size",),
     ("tokens_seen", "samples_seen"),
 )
@@ -63,20 +75,34 @@ TITLES: dict[str, str] = {
     "batch_size": "batch size",
     "tokens_seen": "tokens seen",
     "samples_seen": "samples seen",
+    "mem_used_gib" + FAMILY: "memory used per GPU (GiB): busiest, band across GPUs",
+    "gpu_util_pct" + FAMILY: "GPU utilisation (%): mean, band across GPUs",
+    "power_w" + FAMILY: "GPU power (W): mean, band across GPUs",
+    "temp_c" + FAMILY: "GPU temperature (°C): mean, band across GPUs",
 }
-
-# Tableau 10: distinct for the common forms of colour blindness, readable on white.
-PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 
 
 def colour(index: int) -> str:
-    """The colour of the ``index``-th selected run."""
+    """The ``index``-th palette colour (groups in other plots; runs have their own)."""
     return PALETTE[index % len(PALETTE)]
 
 
 def title(metric: str) -> str:
-    return TITLES.get(metric, metric)
+    if metric in TITLES:
+        return TITLES[metric]
+    return f"{metric[:-len(FAMILY)]}: mean, band across GPUs" if metric.endswith(FAMILY) else metric
+
+
+def family_of(name: str) -> str | None:
+    """The family panel a per-GPU metric belongs to ("power_w/gpu3" -> "power_w/*")."""
+    found = _PER_GPU.match(name)
+    return found["base"] + FAMILY if found else None
+
+
+def with_families(names: Iterable[str]) -> set[str]:
+    """Metric names plus the family panels their per-GPU metrics make."""
+    names = set(names)
+    return names | {f for f in map(family_of, names) if f}
 
 
 @dataclass
@@ -92,13 +118,17 @@ class RunData:
     checkpoints: list[CheckpointMark] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     origin: Origin | None = None  # the checkpoint of another run this one resumed from
+    colour: str = ""  # the run's stored colour ("" for the palette's, by selection order)
+    samples_per_step: float | None = None  # global batch, when known
+    n_gpus: int | None = None
+    source_path: str = ""
 
 
 @dataclass
 class Curve:
-    """One run's metric on one panel."""
+    """One run's metric on one panel (or a line a contributor adds: a group's mean)."""
 
-    run_id: int
+    run_id: Hashable
     label: str
     metric: str
     colour: str
@@ -108,11 +138,25 @@ class Curve:
     overlay: bool  # a secondary metric (eval loss): dashed, with point symbols
     bad_x: np.ndarray  # where NaN/Inf points are...
     bad_y: np.ndarray  # ...marked: at the last finite value before them
+    tip: str = ""  # the run's full name and where it was read from
+    width: float | None = None  # a stroke width of its own (None: the panel's)
 
     @property
     def shown(self) -> np.ndarray:
         """The y the eye follows: smoothed when smoothing is on."""
         return self.y if self.smooth is None else self.smooth
+
+
+@dataclass
+class Band:
+    """A shaded range between two lines (a run's GPUs from least to most, a group's std)."""
+
+    x: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    colour: str
+    label: str = ""
+    run_id: Hashable = None
 
 
 @dataclass
@@ -122,6 +166,13 @@ class Panel:
     curves: list[Curve] = field(default_factory=list)
     resumes: list[tuple[float, str]] = field(default_factory=list)  # (x, colour)
     annotations: Annotations = field(default_factory=Annotations)  # checkpoints, findings
+    bands: list[Band] = field(default_factory=list)
+
+    @property
+    def has_data(self) -> bool:
+        """Whether the panel has a point to draw (else it is not shown)."""
+        return any(np.isfinite(c.y).any() for c in self.curves) or any(
+            np.isfinite(b.high).any() for b in self.bands)
 
 
 @dataclass
@@ -130,11 +181,12 @@ class PlotSpec:
     axis: str
     x_label: str
     notes: list[str] = field(default_factory=list)  # runs left out, and why
+    hidden: list[str] = field(default_factory=list)  # chosen panels with no point to show
 
 
 def choose_metrics(available: Iterable[str], chosen: list[str] | None = None) -> list[str]:
     """Panels to show: the user's choice where the runs have it, else the defaults."""
-    available = set(available)
+    available = with_families(available)
     if chosen:
         picked = [m for m in chosen if m in available]
         if picked:
@@ -156,10 +208,13 @@ class SmoothingCache:
         self._smoothed: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._used: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
-    def ema(self, key: tuple, source: np.ndarray, values: np.ndarray, weight: float) -> np.ndarray:
+    def smooth(self, key: tuple, source: np.ndarray, values: np.ndarray, kind: str,
+               weight: float) -> np.ndarray:
         """``values`` (the curve made of ``source``) smoothed, or as smoothed before."""
+        key = (*key, kind, weight)
         entry = self._smoothed.get(key)
-        smoothed = entry[1] if entry is not None and entry[0] is source else ema(values, weight)
+        found = entry is not None and entry[0] is source
+        smoothed = entry[1] if found else smooth(values, kind, weight)
         self._used[key] = (source, smoothed)
         return smoothed
 
@@ -168,58 +223,103 @@ class SmoothingCache:
         self._smoothed, self._used = self._used, {}
 
 
+@dataclass(frozen=True)
+class _Look:
+    """How one run is drawn: its colour and shown name."""
+
+    colour: str
+    label: str
+    tip: str
+
+
 def build(runs: list[RunData], metrics: list[str], axis: str = "step",
-          smoothing: float = 0.0, cache: SmoothingCache | None = None) -> PlotSpec:
-    """Every panel's curves for ``runs`` (in selection order, which sets their colours)."""
+          smoothing: float = 0.0, cache: SmoothingCache | None = None,
+          kind: str = "ema") -> PlotSpec:
+    """Every panel's curves for ``runs`` (in selection order), on ``axis``, smoothed by ``kind``.
+
+    Runs carry their own colour; each is named by what tells it apart from the
+    others shown. Panels left without a point are listed in ``hidden``, not drawn.
+    """
     cache = cache or SmoothingCache()
     panels = [Panel(m, title(m)) for m in metrics]
+    looks = _looks(runs)
     left_out: list[str] = []
-    for index, run in enumerate(runs):
-        place = _RunAxis(run, axis)
+    for run, look in zip(runs, looks, strict=True):
+        place = RunAxis(run, axis)
         if not place.usable:
-            left_out.append(run.name)
+            left_out.append(look.label)
             continue
         for panel in panels:
-            _add_run(panel, run, place, colour(index), metrics, smoothing, cache)
+            if panel.metric.endswith(FAMILY):
+                _add_family(panel, run, place, look)
+            else:
+                _add_run(panel, run, place, look, metrics, (kind, smoothing), cache)
     cache.keep_used()
-    spec = PlotSpec(panels, axis, X_AXES[axis].lower())
+    spec = PlotSpec([p for p in panels if p.has_data], axis, plot_axes.label(axis).lower(),
+                    hidden=[p.metric for p in panels if not p.has_data])
     if axis == "relative":
         _scale_time(spec)
     if left_out:
-        spec.notes.append(f"{', '.join(left_out)}: {_MISSING[axis]}")
+        spec.notes.append(f"{', '.join(left_out)}: {plot_axes.missing(axis)}")
     return spec
 
 
-_MISSING = {
-    "tokens": "no tokens-seen series, batch size or sequence length to place on this axis",
-    "wall": "no wall-clock times in the log",
-    "relative": "no wall-clock times in the log",
-    "step": "",
-}
+def _looks(runs: list[RunData]) -> list[_Look]:
+    names = display_names([r.name for r in runs], [r.source_path for r in runs])
+    return [_Look(run.colour or colour(i), name, f"{run.name}\n{run.source_path}".strip())
+            for i, (run, name) in enumerate(zip(runs, names, strict=True))]
 
 
-def _add_run(panel: Panel, run: RunData, place: _RunAxis, colour_: str, metrics: list[str],
-             smoothing: float, cache: SmoothingCache) -> None:
+def _add_run(panel: Panel, run: RunData, place: RunAxis, look: _Look, metrics: list[str],
+             smoothing: tuple[str, float], cache: SmoothingCache) -> None:
     overlays = [m for m in OVERLAYS.get(panel.metric, ()) if m not in metrics]
+    kind, weight = smoothing
     for metric in (panel.metric, *overlays):
         series = run.series.get(metric)
         if series is None or len(series) == 0:
             continue
         overlay = metric != panel.metric
         x = place.x(series.steps, series.wall_time)
-        weight = 0.0 if overlay or metric in NEVER_SMOOTHED else smoothing
-        curve = _curve(run, metric, colour_, x, series.values, overlay)
-        if weight > 0:
-            curve.smooth = cache.ema((run.run_id, metric, place.axis, weight), series.values,
-                                     curve.y, weight)
+        curve = _curve(run, metric, look, x, series.values, overlay)
+        if weight > 0 and not overlay and metric not in NEVER_SMOOTHED:
+            curve.smooth = cache.smooth((run.run_id, metric, place.axis), series.values,
+                                        curve.y, kind, weight)
         panel.curves.append(curve)
     if any(c.run_id == run.run_id for c in panel.curves):
-        xs = place.x(np.asarray(run.resumes, dtype=np.int64), None)
-        panel.resumes.extend((float(x), colour_) for x in xs if np.isfinite(x))
-        annotate(panel, run, colour_, lambda steps: place.x(steps, None))
+        _add_marks(panel, run, place, look.colour)
 
 
-def _curve(run: RunData, metric: str, colour_: str, x: np.ndarray, y: np.ndarray,
+def _add_marks(panel: Panel, run: RunData, place: RunAxis, colour_: str) -> None:
+    xs = place.x(np.asarray(run.resumes, dtype=np.int64), None)
+    panel.resumes.extend((float(x), colour_) for x in xs if np.isfinite(x))
+    annotate(panel, run, colour_, lambda steps: place.x(steps, None))
+
+
+def _add_family(panel: Panel, run: RunData, place: RunAxis, look: _Look) -> None:
+    """The run's per-GPU series of the family as one line (mean, or busiest for memory) with
+    the spread across GPUs as a band."""
+    base = panel.metric[:-len(FAMILY)]
+    members = [s for name, s in sorted(run.series.items()) if family_of(name) == panel.metric]
+    if not members:
+        return
+    steps = np.unique(np.concatenate([s.steps for s in members]))
+    grid = np.full((len(members), len(steps)), np.nan)
+    for row, s in zip(grid, members, strict=True):
+        row[np.searchsorted(steps, s.steps)] = s.values
+    x = place.x(steps, None)
+    with warnings.catch_warnings():  # a step where no GPU was sampled is just a gap
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = np.nanmin(grid, axis=0), np.nanmax(grid, axis=0)
+        line = high if base.startswith("mem") else np.nanmean(grid, axis=0)
+    curve = _curve(run, panel.metric, look, x, line, overlay=False)
+    curve.label = f"{look.label} ({len(members)} GPUs)"
+    panel.curves.append(curve)
+    keep = np.isfinite(x)
+    panel.bands.append(Band(x[keep], low[keep], high[keep], look.colour, curve.label, run.run_id))
+    _add_marks(panel, run, place, look.colour)
+
+
+def _curve(run: RunData, metric: str, look: _Look, x: np.ndarray, y: np.ndarray,
            overlay: bool) -> Curve:
     """The curve in x order, without points the axis cannot place; smoothed by the caller."""
     keep = np.isfinite(x)
@@ -229,8 +329,8 @@ def _curve(run: RunData, metric: str, colour_: str, x: np.ndarray, y: np.ndarray
         order = np.argsort(x, kind="stable")
         x, y = x[order], y[order]
     bad = np.flatnonzero(~np.isfinite(y))
-    return Curve(run.run_id, run.name, metric, colour_, x, y, None, overlay,
-                 x[bad], _last_finite(y)[bad] if len(bad) else y[bad])
+    return Curve(run.run_id, look.label, metric, look.colour, x, y, None, overlay,
+                 x[bad], _last_finite(y)[bad] if len(bad) else y[bad], look.tip)
 
 
 def _last_finite(y: np.ndarray) -> np.ndarray:
@@ -244,69 +344,6 @@ def _last_finite(y: np.ndarray) -> np.ndarray:
     return y[index]
 
 
-class _RunAxis:
-    """Places a run's steps on the chosen x axis (step, tokens, wall or relative time)."""
-
-    def __init__(self, run: RunData, axis: str) -> None:
-        self.axis = axis
-        self.tokens = _points(run.series.get("tokens_seen"))
-        self.tokens_per_step = run.tokens_per_step
-        self.clock = _clock(run.series.values())
-        self.start = float(self.clock[1].min()) if self.clock is not None else 0.0
-
-    @property
-    def usable(self) -> bool:
-        if self.axis == "tokens":
-            return self.tokens is not None or bool(self.tokens_per_step)
-        return self.axis == "step" or self.clock is not None
-
-    def x(self, steps: np.ndarray, walls: np.ndarray | None) -> np.ndarray:
-        """x of each point; NaN where the run cannot say (the point is then left out)."""
-        steps = steps.astype(np.float64)
-        if self.axis == "step":
-            return steps
-        if self.axis == "tokens":
-            if self.tokens is not None:
-                return np.interp(steps, *self.tokens, left=np.nan, right=np.nan)
-            return steps * float(self.tokens_per_step or np.nan)
-        if walls is None or not np.isfinite(walls).any():
-            walls = np.interp(steps, *self.clock, left=np.nan, right=np.nan)
-        return walls - self.start if self.axis == "relative" else walls
-
-
-def _points(series: Series | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """(steps, values) of a series, finite and in step order, for interpolation."""
-    if series is None:
-        return None
-    keep = np.isfinite(series.values)
-    if keep.sum() < 1:
-        return None
-    steps, values = series.steps[keep].astype(np.float64), series.values[keep]
-    order = np.argsort(steps, kind="stable")
-    return steps[order], values[order]
-
-
-def _clock(series: Iterable[Series]) -> tuple[np.ndarray, np.ndarray] | None:
-    """Step -> wall time from the series with the most wall-clock stamps."""
-    timed = [s for s in series if s.wall_time is not None and np.isfinite(s.wall_time).any()]
-    if not timed:
-        return None
-    best = max(timed, key=lambda s: int(np.isfinite(s.wall_time).sum()))
-    return _points(Series(best.name, best.steps, best.wall_time))
-
-
-TIME_UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("days", 86400.0))
-
-
-def time_unit(span_s: float) -> tuple[str, float]:
-    """The unit a time span reads best in: under 2 of the next unit stays in this one."""
-    unit = TIME_UNITS[0]
-    for candidate in TIME_UNITS[1:]:
-        if span_s >= 2 * candidate[1]:
-            unit = candidate
-    return unit
-
-
 def _scale_time(spec: PlotSpec) -> None:
     span = max((float(c.x[-1]) for p in spec.panels for c in p.curves if len(c.x)), default=0.0)
     name, seconds = time_unit(span)
@@ -314,6 +351,8 @@ def _scale_time(spec: PlotSpec) -> None:
     for panel in spec.panels:
         for c in panel.curves:
             c.x, c.bad_x = c.x / seconds, c.bad_x / seconds
+        for b in panel.bands:
+            b.x = b.x / seconds
         panel.resumes = [(x / seconds, col) for x, col in panel.resumes]
         panel.annotations.scale(seconds)
 
@@ -330,13 +369,7 @@ def nearest(x: np.ndarray, at: float) -> int | None:
 
 def x_text(spec: PlotSpec, x: float) -> str:
     """An x position as the hover readout states it."""
-    if spec.axis == "wall":
-        return datetime.fromtimestamp(x).strftime("%Y-%m-%d %H:%M:%S")
-    if spec.axis == "tokens":
-        return f"{fmt.compact(x)} tokens"
-    if spec.axis == "relative":
-        return f"{x:.3g} {spec.x_label.rsplit('(', 1)[-1].rstrip(')')}"
-    return f"step {fmt.count(x)}"
+    return plot_axes.x_text(spec.axis, spec.x_label, x)
 
 
 def write_csv(out: TextIO, spec: PlotSpec, x_range: tuple[float, float] | None = None) -> int:
@@ -347,8 +380,8 @@ def write_csv(out: TextIO, spec: PlotSpec, x_range: tuple[float, float] | None =
     for panel in spec.panels:
         for c in panel.curves:
             keep = slice(None) if x_range is None else (c.x >= x_range[0]) & (c.x <= x_range[1])
-            smooth = c.smooth[keep] if c.smooth is not None else [None] * len(c.x[keep])
-            for x, y, s in zip(c.x[keep], c.y[keep], smooth, strict=True):
+            smooth_ = c.smooth[keep] if c.smooth is not None else [None] * len(c.x[keep])
+            for x, y, s in zip(c.x[keep], c.y[keep], smooth_, strict=True):
                 writer.writerow([c.label, c.metric, _csv_number(x), _csv_number(y),
                                  "" if s is None else _csv_number(s)])
                 rows += 1

@@ -1,31 +1,36 @@
-"""One metric panel: a pyqtgraph plot of the selected runs' curves, marks and hover readout.
+"""One metric panel: a pyqtgraph plot of the selected runs' curves, bands, marks and cursor.
 
 Configured once for big series: peak (min/max) downsampling keeps spikes
 visible, clip-to-view draws only the visible range, ``connect="finite"`` leaves
-gaps at NaN/Inf (which are also marked with a red x), and raw curves behind
-smoothed ones are left out of auto-range so one spike cannot flatten a plot.
-A panel scrolled out of sight is parked: its curves skip the clipping and
-downsampling of every pan until it is seen again.
+gaps at NaN/Inf (which are also marked with a red x). The y range is the
+panel's own (``desktop.presenters.plot_ranges``): it follows the raw points in
+view, optionally without outliers, and is never flat, until the user zooms y
+(box zoom, Ctrl+wheel); a reset gives it back. A panel scrolled out of sight
+is parked: its curves skip the clipping and downsampling of every pan until it
+is seen again.
 """
 
 from __future__ import annotations
 
-import html
+import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
 
 from desktop.presenters import formatting as fmt
-from desktop.presenters.plot_data import Curve, Panel, nearest
+from desktop.presenters.plot_data import Band, Curve, Panel
+from desktop.presenters.plot_ranges import y_limits
 from desktop.views.plot_overlays import PlotOverlays
 from desktop.views.plotting import pg
 
-AXIS_WIDTH = 62  # the same for every panel, so stacked plots line up
+AXIS_WIDTH = 62  # the same for every panel, so the grid's plots line up
 RAW_ALPHA = 70
+BAND_ALPHA, BAND_EDGE_ALPHA = 46, 90
+FADED_ALPHA = 45  # the other runs' curves while one run is highlighted
 NAN_COLOUR = "#c62828"
 MAX_SYMBOLS = 2000  # overlay points get markers only when they are few
-MAX_READOUT_RUNS = 8
 # Qt strokes antialiased lines wider than 1 px about 70x slower, and antialiasing a 1 px
 # line still doubles a pan frame; the dense, downsampled strokes of long curves gain
 # nothing visible from it. Long curves get 1 px without antialiasing (bench/gui.py).
@@ -37,116 +42,180 @@ SAMPLES_PER_PIXEL = 2.0
 
 
 class MetricPlot:
-    """Draws a :class:`Panel` into a ``PlotItem`` and answers hover questions about it."""
+    """Draws a :class:`Panel` into a ``PlotItem`` and keeps its y range."""
 
     def __init__(self, plot: pg.PlotItem) -> None:
         self.plot = plot
         self.panel: Panel | None = None
         self.items: list[pg.PlotDataItem] = []  # the followed curve of each run, for the legend
         self._drawn: dict[tuple, _CurveItems] = {}  # each curve's items, to extend in place
+        self._bands: list[pg.FillBetweenItem] = []
         self.parked = False
+        self.log_y = self.log_x = self.clip = False
+        self.auto_y = True  # False once the user zoomed y; a reset gives it back
         plot.setDownsampling(auto=True, mode="peak")
         plot.setClipToView(True)
         plot.showGrid(x=True, y=True, alpha=0.15)
         plot.getAxis("left").setWidth(AXIS_WIDTH)
         plot.setMenuEnabled(False)
+        plot.hideButtons()  # the corner "A": double-click and the panel's menu reset instead
+        plot.vb.enableAutoRange(y=False)
         self.cursor = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#7b8794", width=1))
-        self.readout = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 215),
-                                   border=pg.mkPen("#cbd2d9"))
-        self.readout.setParentItem(plot.vb)
-        self.readout.setPos(6, 4)
         self.overlays = PlotOverlays(plot)  # checkpoints, findings, lineage
+        self._fit = QTimer(plot, singleShot=True, interval=0)  # one y fit per burst of x moves
+        self._fit.timeout.connect(self.fit_y)
+        plot.sigXRangeChanged.connect(self._x_changed)
         self.hide_hover()
 
     # ---- Public API
 
-    def draw(self, panel: Panel, log_y: bool, label_resumes: bool = True) -> None:
-        """Replace what is drawn with ``panel``'s curves, NaN marks and resume lines."""
+    def draw(self, panel: Panel, log_y: bool = False, label_resumes: bool = True,
+             clip: bool = False, log_x: bool = False) -> None:
+        """Replace what is drawn with ``panel``'s curves, bands, NaN marks and resume lines."""
         self.plot.clear()
-        self.panel, self.items, self._drawn = panel, [], {}
+        self.panel, self.items, self._drawn, self._bands = panel, [], {}, []
+        self.log_y, self.log_x, self.clip = log_y, log_x, clip
         self.plot.setTitle(panel.title, size="9pt", color="#323f4b")
         style = _Style.of(panel)
+        for band in panel.bands:
+            self._add_band(band)
         for curve in panel.curves:
             self._add_curve(curve, style)
         for x, colour in panel.resumes:
             self._add_resume(x, colour, label_resumes)
         self.overlays.draw(panel.annotations, label_resumes)
         self.plot.addItem(self.cursor, ignoreBounds=True)
-        self.plot.setLogMode(x=False, y=log_y)
+        self._log_mode()
         self.park(self.parked)
         self.hide_hover()
+        self.fit_y()
+
+    def set_options(self, log_y: bool, clip: bool) -> None:
+        """Log y and outlier clipping for this panel alone."""
+        self.log_y, self.clip = log_y, clip
+        self._log_mode()
+        self.auto_y = True
+        self.fit_y()
+
+    def reset_view(self) -> None:
+        """The whole runs in x, and the y range that follows them (after a zoom)."""
+        self.auto_y = True
+        self.plot.vb.enableAutoRange(x=True, y=False)
+        self.fit_y()
+
+    def set_y_range(self, low: float, high: float, padding: float = 0.0) -> None:
+        """A y range of the user's (a zoom): kept until :meth:`reset_view`."""
+        self.auto_y = False
+        self.plot.setYRange(low, high, padding=padding)
+
+    def fit_y(self) -> None:
+        """Fit y to the raw points in view (no outliers when clipping), unless the user zoomed."""
+        if not self.auto_y or self.panel is None:
+            return
+        low, high = self.plot.vb.viewRange()[0]
+        if self.log_x:
+            low, high = 10 ** low, 10 ** high
+        limits = y_limits(self.panel, (low, high), self.clip, self.log_y)
+        if limits is None:
+            limits = y_limits(self.panel, None, self.clip, self.log_y)
+        if limits is not None:
+            self.plot.setYRange(*limits, padding=0)
 
     def park(self, parked: bool) -> None:
         """Out of sight (True), the curves stop following the view; back in sight, they catch up."""
+        was = self.parked
         self.parked = parked
         for drawn in self._drawn.values():
             drawn.park(parked)
+        if was and not parked:
+            self.fit_y()
 
     def extend(self, panel: Panel, run_ids: set[int]) -> bool:
         """Give the drawn curves of ``run_ids`` their points from ``panel`` in place.
 
         For a live run's new points: nothing is removed or re-added and the view
         keeps its zoom. False (nothing done) when more than points changed, such
-        as the curves, their names, resume lines or marks: then :meth:`draw`.
+        as the curves, their names, bands, resume lines or marks: then :meth:`draw`.
         """
         drawn = self.panel
         if (drawn is None or _outline(panel) != _outline(drawn) or panel.resumes != drawn.resumes
-                or panel.annotations != drawn.annotations):
+                or panel.annotations != drawn.annotations or panel.bands or drawn.bands):
             return False
         for curve in panel.curves:
             if curve.run_id in run_ids:
                 self._drawn[_key(curve)].set_data(curve, self.plot)
         self.panel = panel
+        if not self.parked:
+            self._fit.start()
         return True
 
-    def show_hover(self, x: float, x_label: str) -> None:
-        """Move the cursor to ``x`` and list every run's value there."""
-        if self.panel is None:
-            return
-        lines = [f"<b>{html.escape(x_label)}</b>"]
-        for curve in self.panel.curves[: MAX_READOUT_RUNS * 2]:
-            i = nearest(curve.x, x)
-            if i is not None:
-                lines.append(_readout_line(curve, i))
-        self.cursor.setPos(x)
+    def highlight(self, run_id: Hashable | None) -> None:
+        """Bring one run's curves forward and fade the others (None: all as drawn)."""
+        for key, drawn in self._drawn.items():
+            drawn.highlight(None if run_id is None else key[0] == run_id)
+
+    def show_cursor(self, x: float) -> None:
+        """The cursor line at the data's ``x`` (on every panel, the hovered one's readout)."""
+        self.cursor.setPos(math.log10(x) if self.log_x and x > 0 else x)
         self.cursor.show()
-        self.readout.setHtml("<br>".join(lines))
-        self.readout.show()
 
     def hide_hover(self) -> None:
         self.cursor.hide()
-        self.readout.setHtml(f"<b>{html.escape(self.panel.title)}</b>" if self.panel else "")
-        self.readout.setVisible(False)
+
+    def data_x(self, view_x: float) -> float:
+        """A view x (log10 of it on a log x axis) as the data's x."""
+        return 10 ** view_x if self.log_x else view_x
 
     # ---- Private API
 
+    def _log_mode(self) -> None:
+        self.plot.setLogMode(x=self.log_x, y=self.log_y)
+        self.plot.vb.enableAutoRange(y=False)  # pyqtgraph turns it on again: y is fitted here
+
+    def _x_changed(self) -> None:
+        if self.auto_y and not self.parked:
+            self._fit.start()
+
     def _add_curve(self, curve: Curve, style: _Style) -> None:
         colour = QColor(curve.colour)
+        width = curve.width or style.width
         if curve.overlay:
-            self._add_overlay(curve, colour, style)
+            self._add_overlay(curve, colour, width, style)
             return
         raw = None
         if curve.smooth is not None:
             faint = QColor(colour)
             faint.setAlpha(RAW_ALPHA)
             raw = _line(curve.x, curve.y, pen=pg.mkPen(faint, width=1), antialias=style.antialias)
-            self.plot.addItem(raw, ignoreBounds=True)
-        main = _line(curve.x, curve.shown, pen=pg.mkPen(colour, width=style.width),
+            self.plot.addItem(raw)
+        main = _line(curve.x, curve.shown, pen=pg.mkPen(colour, width=width),
                      antialias=style.antialias, name=curve.label)
         self.plot.addItem(main)
         self.items.append(main)
-        items = self._drawn[_key(curve)] = _CurveItems(main, raw)
+        items = self._drawn[_key(curve)] = _CurveItems(main, raw, width)
         items.set_marks(curve, self.plot)
 
-    def _add_overlay(self, curve: Curve, colour: QColor, style: _Style) -> None:
+    def _add_overlay(self, curve: Curve, colour: QColor, width: float, style: _Style) -> None:
         few = len(curve.x) <= MAX_SYMBOLS
         item = _line(
-            curve.x, curve.y, pen=pg.mkPen(colour, width=style.width, style=Qt.PenStyle.DashLine),
+            curve.x, curve.y, pen=pg.mkPen(colour, width=width, style=Qt.PenStyle.DashLine),
             antialias=style.antialias, symbol="o" if few else None, symbolSize=5,
             symbolBrush=colour, symbolPen=None,
         )
         self.plot.addItem(item)
-        self._drawn[_key(curve)] = _CurveItems(item)
+        self._drawn[_key(curve)] = _CurveItems(item, width=width)
+
+    def _add_band(self, band: Band) -> None:
+        edge, fill = QColor(band.colour), QColor(band.colour)
+        edge.setAlpha(BAND_EDGE_ALPHA)
+        fill.setAlpha(BAND_ALPHA)
+        low = _line(band.x, band.low, pen=pg.mkPen(edge, width=1))
+        high = _line(band.x, band.high, pen=pg.mkPen(edge, width=1))
+        shade = pg.FillBetweenItem(low, high, brush=pg.mkBrush(fill))
+        for item in (low, high, shade):
+            item.setZValue(-10)
+            self.plot.addItem(item)
+        self._bands.append(shade)
 
     def _add_resume(self, x: float, colour: str, label: bool) -> None:
         line = pg.InfiniteLine(
@@ -159,12 +228,24 @@ class MetricPlot:
 
 
 class CompactAxis(pg.AxisItem):
-    """Tick labels as people say big numbers (47K tokens/s, 1.3B tokens), not 4.7e+04."""
+    """Tick labels as people say big numbers (47K tokens/s, 1.3B tokens), not 4.7e+04; on a
+    log axis, only decades (1e-05, 0.0001, 0.001…), never a crowd of overlapping minors."""
 
-    def tickStrings(self, values, scale, spacing) -> list[str]:
+    def tickStrings(self, values, scale, spacing) -> list[str]:  # noqa: N802 (pyqtgraph's)
+        if self.logMode:
+            return [f"{10 ** v:g}" for v in values]
         if max((abs(v * scale) for v in values), default=0) < 10_000:
             return super().tickStrings(values, scale, spacing)
         return [fmt.compact(v * scale) for v in values]
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802, N803
+        low, high = math.floor(minVal), math.ceil(maxVal)
+        decades = [v for v in range(low, high + 1) if minVal <= v <= maxVal]
+        if len(decades) >= 2:
+            step = max(1, math.ceil(len(decades) / max(2, int(size // 36))))
+            return [(float(step), [float(v) for v in decades[::step]])]
+        ticks = [v + math.log10(m) for v in range(low, high + 1) for m in (1, 2, 5)]
+        return [(None, [t for t in ticks if minVal <= t <= maxVal])]
 
 
 class _Line(pg.PlotDataItem):
@@ -191,14 +272,27 @@ class _Line(pg.PlotDataItem):
 class _CurveItems:
     """One curve's items: its line, the raw line behind a smoothed one, and NaN marks."""
 
-    def __init__(self, main: _Line, raw: _Line | None = None) -> None:
-        self.main, self.raw = main, raw
+    def __init__(self, main: _Line, raw: _Line | None = None, width: float = 1.0) -> None:
+        self.main, self.raw, self.width = main, raw, width
+        self.pen = main.opts["pen"]
         self.marks: pg.PlotDataItem | None = None
 
     def park(self, parked: bool) -> None:
         for line in (self.main, self.raw):
             if line is not None:
                 line.park(parked)
+
+    def highlight(self, on: bool | None) -> None:
+        """Stroked wider (on), faded (off), or as drawn (None)."""
+        pen = pg.mkPen(self.pen)
+        if on:
+            pen.setWidthF(self.width + 1.5)
+        elif on is False:
+            colour = pen.color()
+            colour.setAlpha(FADED_ALPHA)
+            pen.setColor(colour)
+        self.main.setPen(pen)
+        self.main.setZValue(5 if on else 0)
 
     def set_data(self, curve: Curve, plot: pg.PlotItem) -> None:
         self.main.setData(curve.x, curve.y if curve.overlay else curve.shown)
@@ -246,12 +340,3 @@ def _line(x, y, **options) -> _Line:
     item = _Line(x, y, connect="finite", **options)
     item.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
     return item
-
-
-def _readout_line(curve: Curve, i: int) -> str:
-    value = fmt.number(float(curve.shown[i]))
-    if curve.smooth is not None:
-        value += f" <span style='color:#7b8794'>(raw {fmt.number(float(curve.y[i]))})</span>"
-    name = html.escape(curve.label if not curve.overlay else f"{curve.label} · {curve.metric}")
-    return f"<span style='color:{curve.colour}'>■</span> {name}&nbsp;&nbsp;{value}"
-

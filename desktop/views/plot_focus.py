@@ -29,27 +29,30 @@ def highlight(plots: list[MetricPlot], focus: Focus | None) -> None:
         plot.overlays.highlight(key, label=plot is labelled)
 
 
-def zoom(plots: list[MetricPlot], spec: PlotSpec, focus: Focus, log_y: bool) -> bool:
+def zoom(plots: list[MetricPlot], spec: PlotSpec, focus: Focus) -> bool:
     """Zoom every panel to the finding's steps; False when the plots do not show them."""
     region = region_of(spec.panels, focus.key)
     span = _x_span(spec)
     if region is None or span is None:
         return False
     x_range = zoom_range(region, span)
-    plots[0].plot.setXRange(*x_range, padding=0)
+    first = plots[0]
+    shown = _log(x_range) if first.log_x else x_range
+    if shown is not None:
+        first.plot.setXRange(*shown, padding=0)
     own = _own_panel(plots, focus)
     extent = y_extent(own.panel, x_range) if own and own.panel else None
-    if extent is not None and log_y:
+    if extent is not None and own.log_y:
         extent = _log(extent)
     if extent is not None:
-        own.plot.setYRange(*extent, padding=Y_PADDING)
+        own.set_y_range(*extent, padding=Y_PADDING)
     return True
 
 
 def unzoom(plots: list[MetricPlot]) -> None:
     """Back to the whole runs (auto-range), after a finding's zoom."""
     for plot in plots:
-        plot.plot.enableAutoRange()
+        plot.reset_view()
 
 
 def _own_panel(plots: list[MetricPlot], focus: Focus | None) -> MetricPlot | None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QImage, QPainter
-from PySide6.QtWidgets import QGraphicsItem
+from PySide6.QtCore import QPoint, QRectF, Qt
+from PySide6.QtGui import QImage, QPainter, QRegion
+from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 
 def save(item: QGraphicsItem, path: Path, scale: float = 2.0) -> None:
@@ -45,5 +45,42 @@ def _render(item: QGraphicsItem, device, source: QRectF, target: QRectF) -> None
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     try:
         item.scene().render(painter, target, source)
+    finally:
+        painter.end()
+
+
+def save_widget(widget: QWidget, path: Path, above: list[QWidget] = (), scale: float = 2.0) -> None:
+    """Render ``widget`` (a grid of plots) whole, with the widgets ``above`` it (its legend)
+    stacked on top: .svg as vectors, else an image at ``scale`` times the screen's size."""
+    parts = [(w, w.height()) for w in above if w.isVisible()]
+    parts.append((widget, widget.childrenRect().bottom() + 1))  # not the empty room below
+    width = max(w.width() for w, _height in parts)
+    height = sum(h for _w, h in parts)
+    if path.suffix.lower() == ".svg":
+        from PySide6.QtSvg import QSvgGenerator
+
+        device = QSvgGenerator()
+        device.setFileName(str(path))
+        device.setSize(QRectF(0, 0, width, height).size().toSize())
+        device.setViewBox(QRectF(0, 0, width, height))
+        device.setTitle("Headroom plots")
+        _stack(device, parts, 1.0)
+        return
+    image = QImage(int(width * scale), int(height * scale), QImage.Format.Format_ARGB32)
+    image.fill(Qt.GlobalColor.white)
+    _stack(image, parts, scale)
+    if not image.save(str(path)):
+        raise OSError(f"could not write {path}")
+
+
+def _stack(device, parts: list[tuple[QWidget, int]], scale: float) -> None:
+    painter = QPainter(device)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.scale(scale, scale)
+    try:
+        top = 0
+        for part, height in parts:
+            part.render(painter, QPoint(0, top), QRegion(0, 0, part.width(), height))
+            top += height
     finally:
         painter.end()

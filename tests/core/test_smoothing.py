@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.smoothing import ema
+from core.smoothing import ema, smooth, window
 
 
 def tensorboard_smooth(values: list[float], weight: float) -> list[float]:
@@ -62,3 +62,32 @@ def test_weight_outside_the_slider_range_is_refused():
 def test_any_series_matches_tensorboard(values, weight):
     np.testing.assert_allclose(ema(np.array(values), weight), tensorboard_smooth(values, weight),
                                rtol=1e-9, atol=1e-6)
+
+
+def test_running_average_and_gaussian_follow_their_definitions():
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=500)
+    values[[10, 200]] = [np.nan, np.inf]
+    points = window(0.6)
+    assert points == 4
+    out = smooth(values, "running", 0.6)
+    finite = values[np.isfinite(values)]
+    expected = [finite[max(0, i - points + 1): i + 1].mean() for i in range(len(finite))]
+    np.testing.assert_allclose(out[np.isfinite(values)], expected)
+    assert math.isnan(out[10]) and out[200] == np.inf
+    gauss = smooth(values, "gaussian", 0.9)  # sigma: half of a 19-point window
+    sigma, i = window(0.9) / 2, 250
+    offsets = np.arange(-38, 39)  # the kernel reaches 4 sigma
+    kernel = np.exp(-0.5 * (offsets / sigma) ** 2)
+    finite_at = np.flatnonzero(np.isfinite(values))
+    j = int(np.searchsorted(finite_at, i))
+    reference = (finite[j - 38: j + 39] * kernel).sum() / kernel.sum()
+    assert gauss[finite_at[j]] == pytest.approx(reference, rel=1e-9)
+
+
+def test_every_kind_keeps_a_constant_series_to_its_ends():
+    values = np.full(1000, 1e-4)
+    for kind in ("ema", "running", "gaussian"):
+        np.testing.assert_allclose(smooth(values, kind, 0.999), values, rtol=1e-9)
+    with pytest.raises(ValueError):
+        smooth(values, "median", 0.5)
