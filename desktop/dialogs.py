@@ -53,6 +53,15 @@ def save_path(parent: QWidget, settings: Settings, purpose: str, title: str, nam
     return path
 
 
+def ask_colour(parent: QWidget, current: str) -> str | None:
+    """A colour for runs ("#rrggbb"), or None when cancelled."""
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QColorDialog
+
+    chosen = QColorDialog.getColor(QColor(current), parent, "Run colour")
+    return chosen.name() if chosen.isValid() else None
+
+
 def confirm_delete(parent: QWidget, names: list[str]) -> bool:
     shown = "\n".join(f"  • {n}" for n in names[:8]) + ("\n  …" if len(names) > 8 else "")
     what = "this run" if len(names) == 1 else f"these {len(names)} runs"

@@ -22,7 +22,7 @@ from desktop.presenters import live_status
 from desktop.presenters.plot_data import RunData
 from desktop.presenters.plot_marks import Focus, checkpoint_marks, origin
 from desktop.workers import Worker, WorkerPool
-from tracker.db.runs import RunSummary, SourceStat
+from tracker.db.runs import PartInfo, RunSummary, SourceStat
 from tracker.store import Store
 
 if TYPE_CHECKING:
@@ -265,6 +265,33 @@ class AppServices(QObject):
 
     def set_notes(self, run_id: int, notes: str) -> None:
         self._edit(lambda: self.store.set_notes(run_id, notes))
+
+    def set_colour(self, run_id: int, colour: str) -> None:
+        """The run's colour in every view, as the user chose it."""
+        self._edit(lambda: self.store.set_colour(run_id, colour))
+
+    def merge_runs(self, run_ids: list[int]) -> None:
+        """Make the runs one job: the first takes the others in as parts (their logs and
+        metrics kept, each with its source)."""
+        def done(notes: list[str]) -> None:
+            self.sig_message.emit("; ".join(notes))
+            self.select(run_ids[:1])
+            self.sig_runs_changed.emit()
+
+        self.workers.start(lambda _w: self.store.merge_runs(run_ids[0], run_ids[1:]), done,
+                           self.sig_message.emit)
+
+    def split_part(self, part_id: int) -> None:
+        """Make a log that joined a run a run of its own again (in the background: its log is
+        read again)."""
+        def done(run_id: int) -> None:
+            self.sig_message.emit(f"Split off as run {run_id}")
+            self.sig_runs_changed.emit()
+
+        self.workers.start(lambda _w: self.store.split_part(part_id), done, self.sig_message.emit)
+
+    def parts(self, run_id: int) -> list[PartInfo]:
+        return self.store.parts(run_id)
 
     def set_shape_field(self, run_id: int, name: str, value: Any) -> None:
         self._edit(lambda: self.store.set_shape_field(run_id, name, value))

@@ -149,7 +149,8 @@ class Store:
         with self.session() as s:
             self._get(s, run_id)
             return [PartInfo(p.id, p.source_path, p.name, p.format, p.role, list(p.metrics),
-                             list(p.duplicates), p.note) for p in jobs.parts(s, run_id)]
+                             list(p.duplicates), p.note, tuple(jobs.part_files(s, p.id)))
+                    for p in jobs.parts(s, run_id)]
 
     def checkpoints(self, run_id: int) -> list[Checkpoint]:
         """The run's checkpoints as last scanned, by step."""

@@ -10,6 +10,7 @@ the proxy only filters.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt
@@ -86,6 +87,8 @@ class RunTableModel(RowsModel[RunRow]):
             return self._tooltip(row, column)
         if role == Qt.ItemDataRole.DecorationRole and column == SEVERITY:
             return severity_icon(row.run.severity)
+        if role == Qt.ItemDataRole.DecorationRole and column == 0 and row.run.colour:
+            return _colour(row.run.colour)  # the run's colour in the plots, beside its name
         if role == Qt.ItemDataRole.ForegroundRole and row.run.status == "crashed" and column == 0:
             return _CRASHED
         if role == Qt.ItemDataRole.ForegroundRole and column == STATUS:
@@ -138,6 +141,11 @@ class RunTableModel(RowsModel[RunRow]):
             lines = [run.name, run.source_path, f"status: {run.status}"]
             return "\n".join(lines + ([run.notes] if run.notes else []))
         return row.texts[column] or None
+
+
+@lru_cache(maxsize=64)
+def _colour(name: str) -> QColor:
+    return QColor(name)
 
 
 class RunFilterProxy(QSortFilterProxyModel):

@@ -7,7 +7,6 @@ from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTreeView, QVBoxLayout, QWidget
 
 from desktop.presenters import compare
-from desktop.presenters.plot_data import colour
 from desktop.services import AppServices
 
 SELECT_TWO = "Select two or more runs to compare their settings."
@@ -50,7 +49,7 @@ class CompareView(QWidget):
             return
         table = [compare.CompareRun(r, self._services.config(r.id)) for r in runs]
         rows = compare.compare(table, self.only_differences.isChecked())
-        self._set_headers([r.name for r in runs])
+        self._set_headers([r.name for r in runs], [r.colour for r in runs])
         self._fill(rows, highlight=not self.only_differences.isChecked())
         differing = sum(r.differs for r in rows if r.section != "Results")
         self.summary.setText(f"{len(runs)} runs · {differing} settings differ")
@@ -60,12 +59,12 @@ class CompareView(QWidget):
         if self._stale:
             self.refresh()
 
-    def _set_headers(self, names: list[str]) -> None:
+    def _set_headers(self, names: list[str], colours: list[str]) -> None:
         self.model.setHorizontalHeaderLabels(["Setting", *names])
-        for i in range(len(names)):
+        for i, colour in enumerate(colours):
             # Not horizontalHeaderItem(): a wrapper of an item the model made goes stale when
             # the model replaces it, and PySide then crashes freeing a new item at that address.
-            self.model.setHeaderData(i + 1, Qt.Orientation.Horizontal, QBrush(QColor(colour(i))),
+            self.model.setHeaderData(i + 1, Qt.Orientation.Horizontal, QBrush(QColor(colour)),
                                      Qt.ItemDataRole.ForegroundRole)
         self.tree.setColumnWidth(0, 240)
         metrics = self.tree.fontMetrics()

@@ -6,7 +6,6 @@ The current run is the one most recently added to the selection.
 from __future__ import annotations
 
 import html
-from datetime import datetime
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QStandardItem, QStandardItemModel
@@ -28,6 +27,7 @@ from desktop.presenters import shape_fields
 from desktop.presenters.plot_data import title
 from desktop.services import AppServices
 from desktop.views.config_tree import ConfigTree
+from desktop.views.run_files import RunFiles
 from desktop.views.shape_editor import ShapeEditor
 from tracker.db.runs import RunSummary
 
@@ -48,7 +48,7 @@ class DetailsPanel(QWidget):
         self.shape.sig_field_edited.connect(self._on_shape_edit)
         self.config = ConfigTree()
         self.stats_model = QStandardItemModel(0, len(STAT_HEADERS), self)
-        self.files_model = QStandardItemModel(0, 3, self)
+        self.files = RunFiles(services)
         self.notes = QPlainTextEdit(placeholderText="What was this run for? What did you learn?")
         self.tags = QLineEdit(placeholderText="tags, comma-separated")
         self.tabs = self._make_tabs()
@@ -64,8 +64,7 @@ class DetailsPanel(QWidget):
         tabs.addTab(self.shape, "Shape")
         tabs.addTab(self.config, "Config")
         tabs.addTab(_table(self.stats_model, STAT_HEADERS, first_width=200), "Metrics")
-        files = _table(self.files_model, ("File", "Size", "Modified"), first_width=480)
-        tabs.addTab(files, "Files")
+        tabs.addTab(self.files, "Files")
         tabs.addTab(self._notes_page(), "Notes")
         return tabs
 
@@ -103,7 +102,7 @@ class DetailsPanel(QWidget):
         self.shape.set_shape(run.shape)
         self.config.set_config(self._services.config(run.id))
         self._fill_stats(run)
-        self._fill_files(run.id)
+        self.files.show_run(run)
         self.notes.setPlainText(run.notes)
         self.tags.setText(", ".join(run.tags))
         self.stack.setCurrentIndex(1)
@@ -118,13 +117,6 @@ class DetailsPanel(QWidget):
         for key, value in sorted(self._services.final_values(run.id).items()):
             shown = fmt.number(value) if isinstance(value, (int, float)) else str(value)
             self.stats_model.appendRow(_row((key, "", "once per run", "", "", shown, "")))
-
-    def _fill_files(self, run_id: int) -> None:
-        self.files_model.removeRows(0, self.files_model.rowCount())
-        for source in self._services.sources(run_id):
-            modified = fmt.when(datetime.fromtimestamp(source.mtime))
-            cells = (source.path, _size(source.size), modified)
-            self.files_model.appendRow(_row(cells, tip=source.path))
 
     # ---- Slots
 
@@ -170,14 +162,6 @@ def _meta(run: RunSummary) -> str:
     parts.append(f"ingested {fmt.when(run.ingested_at)}")
     parts.append(f"{len(run.series)} metrics")
     return " · ".join(parts) + f"<br><code>{html.escape(run.source_path)}</code>"
-
-
-def _size(size: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
-        size /= 1024
-    return ""
 
 
 def _table(model: QStandardItemModel, headers: tuple[str, ...], first_width: int) -> QTreeView:

@@ -1,6 +1,7 @@
-"""The ingest panel: progress with Cancel while files are read, then a row per file.
+"""The ingest panel: progress with Cancel while files are read, then the files by run.
 
-Errors are listed with their reason and sorted nowhere out of sight; the
+Each run the ingest formed is a row with its files under it (a job's logs
+together); files that formed no run come first, errors with their reason. The
 summary line counts each outcome. Files can be dropped here too.
 """
 
@@ -13,6 +14,7 @@ from PySide6.QtGui import (
     QColor,
     QDragEnterEvent,
     QDropEvent,
+    QFont,
     QStandardItem,
     QStandardItemModel,
 )
@@ -22,8 +24,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
-    QTableView,
     QToolButton,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
@@ -49,7 +51,7 @@ class IngestPanel(QWidget):
         self.close_button.clicked.connect(self.hide)
         self.model = QStandardItemModel(0, len(HEADERS), self)
         self.model.setHorizontalHeaderLabels(list(HEADERS))
-        self.table = _report_table(self.model)
+        self.table = _report_tree(self.model)
         self._layout()
         self._set_running(False)
         services.sig_ingest_started.connect(self._on_started)
@@ -96,9 +98,24 @@ class IngestPanel(QWidget):
     def _on_finished(self, report) -> None:
         self._set_running(False)
         self.status.setText(ingest_report.summary(report))
-        for row in ingest_report.rows(report):
-            self.model.appendRow(_items(row))
-        self.table.resizeColumnToContents(0)
+        for group in ingest_report.groups(report):
+            head = QStandardItem(group.title)
+            font = QFont(head.font())
+            font.setBold(True)
+            head.setFont(font)
+            for row in group.rows:
+                head.appendRow(_items(row))
+            self.model.appendRow([head, *(QStandardItem() for _ in HEADERS[1:])])
+        self.table.expandAll()
+
+    def file_rows(self) -> list[list[str]]:
+        """The report's file rows as shown (status, file, format, details), group by group."""
+        out = []
+        for g in range(self.model.rowCount()):
+            head = self.model.item(g, 0)
+            out += [[head.child(r, c).text() for c in range(len(HEADERS))]
+                    for r in range(head.rowCount())]
+        return out
 
     def _set_running(self, running: bool) -> None:
         self.progress.setVisible(running)
@@ -106,25 +123,23 @@ class IngestPanel(QWidget):
         self.cancel_button.setEnabled(running)
 
 
-def _report_table(model: QStandardItemModel) -> QTableView:
-    table = QTableView()
-    table.setModel(model)
-    table.setEditTriggers(QTableView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-    table.setWordWrap(False)
-    table.verticalHeader().hide()
-    table.verticalHeader().setDefaultSectionSize(22)
-    header = table.horizontalHeader()
+def _report_tree(model: QStandardItemModel) -> QTreeView:
+    tree = QTreeView(uniformRowHeights=True, alternatingRowColors=True)
+    tree.setModel(model)
+    tree.setEditTriggers(QTreeView.EditTrigger.NoEditTriggers)
+    tree.setSelectionBehavior(QTreeView.SelectionBehavior.SelectRows)
+    tree.setWordWrap(False)
+    header = tree.header()
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     header.setStretchLastSection(True)
-    for column, width in enumerate((76, 220, 100)):
-        table.setColumnWidth(column, width)
-    return table
+    for column, width in enumerate((96, 240, 100)):
+        tree.setColumnWidth(column, width)
+    return tree
 
 
 def _items(row: ingest_report.ReportRow) -> list[QStandardItem]:
     items = [QStandardItem(text) for text in
-             (row.status, Path(row.path).name or row.path, row.format, row.detail)]
+             (row.status, row.shown or Path(row.path).name or row.path, row.format, row.detail)]
     items[0].setForeground(QBrush(QColor(ingest_report.STATUS_COLOURS.get(row.status, "#000"))))
     items[1].setToolTip(row.path + (f"\nrun: {row.run}" if row.run else ""))
     items[3].setToolTip(row.detail)

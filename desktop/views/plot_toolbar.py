@@ -10,10 +10,11 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QMenu,
+    QSizePolicy,
     QSlider,
+    QToolBar,
     QToolButton,
     QWidget,
 )
@@ -31,7 +32,9 @@ SLIDER_STEPS = 1000  # the slider's top is MAX_WEIGHT, 0.999
 _INSTANT = QToolButton.ToolButtonPopupMode.InstantPopup
 
 
-class PlotToolbar(QWidget):
+class PlotToolbar(QToolBar):
+    """A tool bar: in a narrow window what does not fit goes behind its » button."""
+
     sig_changed = Signal(str)
     """A choice changed: "axis", "log_x", "smoothing" or "columns"."""
     sig_export = Signal(str)
@@ -76,20 +79,17 @@ class PlotToolbar(QWidget):
         self.columns_combo.currentIndexChanged.connect(self._on_columns)
 
     def _layout(self) -> None:
-        bar = QHBoxLayout(self)
-        bar.setContentsMargins(0, 0, 0, 0)
-        bar.addWidget(self.metrics_button)
-        bar.addWidget(QLabel("X axis"))
-        bar.addWidget(self.axis_combo)
-        bar.addWidget(self.log_x_check)
-        bar.addSpacing(10)
-        bar.addWidget(QLabel("Smoothing"))
-        bar.addWidget(self.kind_combo)
-        bar.addWidget(self.smooth_slider)
-        bar.addWidget(self.smooth_label)
-        bar.addStretch(1)
-        bar.addWidget(self.columns_combo)
-        bar.addWidget(self.export_button)
+        self.setMovable(False)
+        self.setStyleSheet("QToolBar { border: none; spacing: 4px; }")
+        for widget in (self.metrics_button, QLabel(" X axis"), self.axis_combo, self.log_x_check,
+                       QLabel("  Smoothing"), self.kind_combo, self.smooth_slider,
+                       self.smooth_label):
+            self.addWidget(widget)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.addWidget(spacer)
+        self.addWidget(self.columns_combo)
+        self.addWidget(self.export_button)
 
     # ---- What is chosen
 

@@ -7,6 +7,7 @@ are reached from the context menu and the main window's Edit menu.
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, QPoint, Qt
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -43,6 +44,8 @@ class RunsPanel(QWidget):
         self.filter_edit = QLineEdit(placeholderText="Filter runs: name, model, tag, path…",
                                      clearButtonEnabled=True)
         self.filter_edit.setAcceptDrops(False)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.filter_edit, self.filter_edit.clear,
+                  context=Qt.ShortcutContext.WidgetShortcut)
         self.tag_combo = _combo("Tag")
         self.format_combo = _combo("Format")
         self.count_label = QLabel()
@@ -54,7 +57,10 @@ class RunsPanel(QWidget):
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
         services.sig_runs_changed.connect(self.reload)
         services.sig_ingest_finished.connect(self._on_ingested)
+        services.sig_ingest_finished.connect(self._note_new)
+        services.sig_live_ingested.connect(self._note_new)
         self._select_after_load: list[int] = []
+        self._announce: list[int] = []  # runs just ingested, to say if the filter hides them
         self._loads = 0  # reloads asked for: only the newest one's answer is shown
 
     def _make_table(self) -> QTableView:
@@ -157,6 +163,18 @@ class RunsPanel(QWidget):
         if runs and (notes := dialogs.ask_notes(self, runs[0].notes)) is not None:
             self._services.set_notes(runs[0].id, notes)
 
+    def choose_colour(self) -> None:
+        """The selected runs' colour in every view, from a colour dialog."""
+        runs = self.selected_runs()
+        if runs and (colour := dialogs.ask_colour(self, runs[0].colour)):
+            for run in runs:
+                self._services.set_colour(run.id, colour)
+
+    def merge_selected(self) -> None:
+        """One job of the selected runs: the first selected takes the others in."""
+        if len(self._services.selected) > 1:
+            self._services.merge_runs(list(self._services.selected))
+
     def delete_selected(self) -> None:
         runs = self.selected_runs()
         if runs and dialogs.confirm_delete(self, [r.name for r in runs]):
@@ -171,6 +189,7 @@ class RunsPanel(QWidget):
         _refill(self.tag_combo, self.model.tags())
         _refill(self.format_combo, self.model.formats())
         self._on_filter()
+        self._announce_hidden()
         if not keep and rows:
             keep = [rows[0].run.id]
         self.select_ids(keep)
@@ -179,6 +198,20 @@ class RunsPanel(QWidget):
         """Show what was just ingested: those runs become the selection."""
         ids = [r.run_id for r in report.results if r.run_id is not None and r.status != "error"]
         self._select_after_load = list(dict.fromkeys(ids))[:8]
+
+    def _note_new(self, report) -> None:
+        """Runs an ingest (a watched folder's too) just added: the next load checks the filter."""
+        self._announce += [r.run_id for r in report.results if r.status == "ingested"]
+
+    def _announce_hidden(self) -> None:
+        """A filter that hides runs just added says so, once, in the status bar."""
+        new, self._announce = self._announce, []
+        hidden = [i for i in dict.fromkeys(new) if (row := self.model.row_of(i)) is not None
+                  and not self.proxy.mapFromSource(self.model.index(row, 0)).isValid()]
+        if hidden:
+            self._services.sig_message.emit(
+                f"The filter hides {len(hidden)} new run{'s' * (len(hidden) != 1)}: "
+                "press Escape in the filter box to show every run")
 
     def _on_filter(self) -> None:
         self.proxy.set_filters(self.filter_edit.text(), self.tag_combo.currentData(),
@@ -202,6 +235,9 @@ class RunsPanel(QWidget):
         menu.addAction("Rename…", self.rename_current)
         menu.addAction("Edit tags…", self.edit_tags)
         menu.addAction("Notes…", self.edit_notes)
+        menu.addAction("Colour…", self.choose_colour)
+        if len(self.selected_runs()) > 1:
+            menu.addAction("Merge into One Run", self.merge_selected)
         menu.addSeparator()
         menu.addAction("Re-run diagnostics", lambda: self._services.rediagnose(
             [r.id for r in self.selected_runs()]))

@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from desktop.presenters.plot_data import colour
 from desktop.views.compare_view import CompareView
 from desktop.views.details_panel import DetailsPanel
 from desktop.views.shape_editor import NAME_ROLE
@@ -45,7 +44,8 @@ def test_details_show_shape_sources_config_metrics_and_files(qtbot, details, ser
     assert (rank.text(), source.text()) == ("8", "adapter_config.json")
     metrics = [details.stats_model.item(r, 0).text() for r in range(details.stats_model.rowCount())]
     assert "loss" in metrics and "learning rate" in metrics
-    files = [details.files_model.item(r, 0).text() for r in range(details.files_model.rowCount())]
+    own = details.files.model.item(0, 0)
+    files = [own.child(r, 0).text() for r in range(own.rowCount())]
     assert any(f.endswith("trainer_state.json") for f in files)
 
 
@@ -111,4 +111,6 @@ def test_compare_shows_only_what_differs(qtbot, services, corpus):
     assert "settings differ" in view.summary.text()
     heads = [view.model.headerData(i, Qt.Orientation.Horizontal, Qt.ItemDataRole.ForegroundRole)
              for i in (1, 2)]
-    assert [h.color().name() for h in heads] == [colour(0), colour(1)]  # each run's plot colour
+    colours = {r.id: r.colour for r in services.store.runs()}
+    shown = [colours[i] for i in services.selected]
+    assert [h.color().name() for h in heads] == shown  # each run's own colour, as in the plots

@@ -47,9 +47,9 @@ def test_dropping_run_folders_and_a_bad_file_fills_the_table_and_reports_the_err
     assert window.count_label.text() == "2 runs"
     panel = window.panels["ingest"]
     assert panel.isVisible()
-    model = panel.model
-    rows = [[model.item(r, c).text() for c in range(4)] for r in range(model.rowCount())]
+    rows = panel.file_rows()
     error = next(r for r in rows if r[0] == "error")
+    assert panel.model.item(0, 0).text() == "Not stored (1 file)"  # errors come first
     assert error[1] == "trainer_state.json" and error[3]  # the reason is shown
     assert "1 error" in panel.status.text()
 
@@ -70,7 +70,7 @@ def test_drag_enter_accepts_file_urls_and_rejects_plain_text(window, corpus):
 def test_drop_on_the_plots_reaches_the_window(qtbot, window, services, corpus):
     """The plot canvas does not swallow drops; the window ingests them."""
     plots = window.panels["plots"]
-    assert not plots.graphics.acceptDrops()
+    assert not any(w.acceptDrops() for w in (plots, plots.scroll, plots.grid))
     mime = mime_with([corpus / "hf_trainer" / HF_RUNS[0]])
     with qtbot.waitSignal(services.sig_ingest_started):
         _drop(plots.window(), mime)
@@ -156,9 +156,12 @@ def test_window_layout_and_plot_choices_persist(qtbot, services, settings, store
     first.resize(*size)
     first.splitter.setSizes([300, 800])
     plots = first.panels["plots"]
-    plots.axis_combo.setCurrentIndex(plots.axis_combo.findData("tokens"))
-    plots.smooth_slider.setValue(850)
-    plots.log_check.setChecked(True)
+    bar = plots.toolbar
+    bar.axis_combo.setCurrentIndex(bar.axis_combo.findData("tokens"))
+    bar.smooth_slider.setValue(850)
+    bar.kind_combo.setCurrentIndex(bar.kind_combo.findData("gaussian"))
+    bar.log_x_check.setChecked(True)
+    bar.columns_combo.setCurrentIndex(2)
     plots.set_metrics(["grad_norm", "loss"])
     settings.last_folder = "/data/runs"
     sizes = first.splitter.sizes()
@@ -174,7 +177,9 @@ def test_window_layout_and_plot_choices_persist(qtbot, services, settings, store
     assert (second.width(), second.height()) == size
     assert second.splitter.sizes() == sizes
     plots = second.panels["plots"]
-    assert plots.axis == "tokens" and plots.smoothing == 0.85 and plots.log_check.isChecked()
+    bar = plots.toolbar
+    assert plots.axis == "tokens" and plots.smoothing == 0.85 and bar.smoothing_kind == "gaussian"
+    assert bar.log_x and bar.columns == 3
     assert again.metrics == ["grad_norm", "loss"] and again.last_folder == "/data/runs"
 
 

@@ -238,7 +238,7 @@ def test_a_lost_connection_is_said_and_the_app_keeps_working(qtbot, window, serv
     report = ingest_and_wait(qtbot, services, [write_log(tmp_path / "a.jsonl", "doomed")])
     (result,) = report.results
     assert result.status == "error" and result.reason.startswith("database connection lost")
-    assert "nothing of this file was stored" in window.panels["ingest"].model.item(0, 3).text()
+    assert "nothing of this file was stored" in window.panels["ingest"].file_rows()[0][3]
     monkeypatch.setattr(series_store, "write", real_write)
     assert team.run_count() == 0  # no half-stored run
     assert ingest_and_wait(qtbot, services, [tmp_path / "a.jsonl"]).results[0].status == "ingested"

@@ -73,6 +73,11 @@ def source_rows(session: Session, key: str) -> list[SourceFile]:
     return rows
 
 
+def part_files(session: Session, part_id: int) -> list[str]:
+    return list(session.execute(select(SourceFile.path).where(SourceFile.part_id == part_id)
+                                .order_by(SourceFile.path)).scalars())
+
+
 def file_paths(session: Session, run_id: int) -> list[str]:
     """Every file the run was read from, its parts' included."""
     return list(session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))

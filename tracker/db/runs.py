@@ -72,6 +72,7 @@ class PartInfo:
     metrics: list[str]  # the series it brought
     duplicates: list[str]  # the series it held identical to the run's (kept once)
     note: str = ""  # how a sampler's samples were placed on the steps
+    files: tuple[str, ...] = ()  # the files it was read from
 
 
 @dataclass
