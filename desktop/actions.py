@@ -92,5 +92,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
                separator=True),
     ActionSpec("rescan_checkpoints", "Rescan &Checkpoints", "&Tools", "rescan_checkpoints",
                None, "Look at the selected run's checkpoints on disk again"),
-    ActionSpec("about", "&About Headroom", "&Help", "about"),
+    ActionSpec("shortcuts", "&Keyboard Shortcuts", "&Help", "show_shortcuts", "Ctrl+/",
+               "Every command's keys, and what the mouse does on the plots"),
+    ActionSpec("report_problem", "&Report a Problem…", "&Help", "report_problem", None,
+               "Copy the versions and the log file's path, to paste into a report"),
+    ActionSpec("about", "&About Headroom", "&Help", "about", separator=True),
 )

@@ -5,19 +5,32 @@ one ``--db`` names), waits for its first paint, prints how long that took and
 exits: CI's proof that the app starts where Qt is installed, and bench/gui.py's
 launch timing. A launch that finds the app already open on
 its database hands its paths to that window and exits (desktop/single_instance.py).
+
+The app logs to ``headroom.log`` in its data folder (Help ▸ Report a Problem names
+it). Quitting takes well under half a second (bench/quit.py): the window saves its
+layout, background work is asked to stop, the database is closed, and the process
+then exits without waiting for a read in progress (each file's ingest is one
+transaction, so what it had not committed is simply not there).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 import sys
 import tempfile
 import time
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from desktop.single_instance import InstanceServer, hand_over, server_name
 
 SMOKE_TIMEOUT_MS = 20_000
+LOG_FILE = "headroom.log"
+LOG_BYTES, LOG_BACKUPS = 1_000_000, 2
+
+log = logging.getLogger("headroom")
 
 
 def make_app():
@@ -44,28 +57,68 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
     if instance is not None and hand_over(instance, paths or []):
         print("headroom: handed over to the open Headroom window", file=sys.stderr)
         return 0
+
+    if smoke:
+        with tempfile.TemporaryDirectory() as tmp:
+            window = _window(db or str(Path(tmp) / "smoke.db"), Path(tmp) / "settings.ini")
+            return _smoke(app, window, started) if window is not None else 1
+    log_to_file()
+    window = _window(db, None)
+    if window is None:
+        return 1
+    if paths:
+        window.services.ingest(paths)
+    server = InstanceServer(instance, window)
+    server.sig_paths.connect(window.open_paths)
+    # Smoothing uses pandas: importing it now, off the GUI thread, spares the first plot.
+    window.services.workers.start(lambda _worker: importlib.import_module("pandas"))
+    return _exit_now(app.exec())
+
+
+def _window(db: str | None, settings_path: Path | None):
+    """The main window on ``db`` (None and an error box when the database cannot be opened)."""
     from desktop.main_window import MainWindow
     from desktop.services import AppServices
     from desktop.settings import Settings
     from tracker.store import Store
 
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            store = Store(str(Path(tmp) / "smoke.db") if smoke and not db else db)
-        except Exception as err:  # a newer schema, a bad URL, an unreachable server
-            return _cannot_open(db, err)
-        settings = Settings(Path(tmp) / "settings.ini" if smoke else None)
-        window = MainWindow(AppServices(store), settings)
-        window.show()
-        if paths:
-            window.services.ingest(paths)
-        if smoke:
-            return _smoke(app, window, started)
-        server = InstanceServer(instance, window)
-        server.sig_paths.connect(window.open_paths)
-        # Smoothing uses pandas: importing it now, off the GUI thread, spares the first plot.
-        window.services.workers.start(lambda _worker: importlib.import_module("pandas"))
-        return app.exec()
+    try:
+        store = Store(db)
+    except Exception as err:  # a newer schema, a bad URL, an unreachable server
+        _cannot_open(db, err)
+        return None
+    window = MainWindow(AppServices(store), Settings(settings_path))
+    window.show()
+    return window
+
+
+def log_to_file() -> Path:
+    """Send the app's log to ``headroom.log`` in its data folder (kept small); its path."""
+    from tracker.db.engine import data_dir
+
+    path = data_dir() / LOG_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = RotatingFileHandler(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS,
+                                  encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    from core import __version__
+
+    log.info("Headroom %s started (Python %s)", __version__, sys.version.split()[0])
+    return path
+
+
+def _exit_now(code: int) -> int:
+    """Leave at once: the window saved its state and closed the database; a worker still
+    reading a log is not waited for (its file's transaction is not committed, so it is not
+    there). Python's own teardown of a Qt app takes longer than the rest of quitting."""
+    log.info("Headroom quit")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _instance_name(db: str | None) -> str:

@@ -76,6 +76,19 @@ def confirm_delete(parent: QWidget, names: list[str]) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
+def problem_report(database: str) -> str:
+    """Versions, the platform, the database and the log file, for a bug report."""
+    import pyqtgraph
+    import PySide6
+
+    from desktop.app import LOG_FILE
+    from desktop.presenters.help_text import problem_report as report
+    from tracker.db.engine import data_dir
+
+    return report(__version__, database, data_dir() / LOG_FILE,
+                  {"PySide6": PySide6.__version__, "pyqtgraph": pyqtgraph.__version__})
+
+
 def about(parent: QWidget, database: str) -> None:
     import pyqtgraph
     import PySide6

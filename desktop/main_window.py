@@ -29,6 +29,8 @@ from desktop.panels import PANELS
 from desktop.presenters.team_connection import database_label
 from desktop.services import AppServices
 from desktop.settings import Settings
+from desktop.views import help_dialogs
+from desktop.views.data_menus import GuideMenu, RecentMenu
 from desktop.views.runs_panel import RunsPanel
 from desktop.views.team_commands import TeamCommands
 from desktop.widgets.drop import local_paths
@@ -117,6 +119,9 @@ class MainWindow(QMainWindow):
             if spec.toolbar:
                 toolbar.addAction(action)
             self.actions_[spec.id] = action
+        menus["&File"].insertMenu(self.actions_["load_samples"],
+                                  RecentMenu(self.settings, self.open_paths, self))
+        menus["&Help"].insertMenu(self.actions_["shortcuts"], GuideMenu(self))
         menus["&View"].addSeparator()
         for spec in PANELS:
             if spec.area == "left":
@@ -201,6 +206,7 @@ class MainWindow(QMainWindow):
         paths = local_paths(event.mimeData())
         if paths:
             event.acceptProposedAction()
+            self.settings.add_recent(paths)
             self.services.ingest(paths)
 
     # ---- Slots
@@ -229,6 +235,7 @@ class MainWindow(QMainWindow):
                                                 self.settings.last_folder, LOG_FILTER)
         if names:
             self.settings.last_folder = str(Path(names[0]).parent)
+            self.settings.add_recent(names)
             self.services.ingest(names)
 
     def open_folder(self) -> None:
@@ -236,6 +243,7 @@ class MainWindow(QMainWindow):
                                                   self.settings.last_folder)
         if folder:
             self.settings.last_folder = folder
+            self.settings.add_recent([folder])
             self.services.ingest([folder])
 
     def open_paths(self, paths: list[str]) -> None:
@@ -245,6 +253,7 @@ class MainWindow(QMainWindow):
         self.raise_()
         self.activateWindow()
         if paths:
+            self.settings.add_recent(paths)
             self.services.ingest(paths)
 
     def load_samples(self) -> None:
@@ -330,3 +339,10 @@ class MainWindow(QMainWindow):
 
     def about(self) -> None:
         dialogs.about(self, self.services.store.display_url)
+
+    def show_shortcuts(self) -> None:
+        menus = [(a.text(), a.shortcuts()) for a in self.actions_.values()]
+        self.shortcuts_dialog = help_dialogs.show_shortcuts(self, menus)
+
+    def report_problem(self) -> None:
+        help_dialogs.report_problem(self, dialogs.problem_report(self.services.store.display_url))

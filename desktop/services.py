@@ -33,6 +33,8 @@ SAMPLES = resources_dir() / "samples"
 REFRESH_MS = 400
 # A running run whose logs bring nothing new for this long is shown as "crashed?".
 STALE_AFTER_S = 600.0
+# Quitting waits this long for background work to stop (bench/quit.py times the whole quit).
+QUIT_WAIT_MS = 150
 
 
 class AppServices(QObject):
@@ -451,9 +453,12 @@ class AppServices(QObject):
         if self.remote:
             self.check_connection()
 
-    def shutdown(self) -> None:
-        """Stop background work (an ingest stops between files) and close the database."""
-        self.workers.shutdown()
+    def shutdown(self, wait_ms: int = QUIT_WAIT_MS) -> None:
+        """Ask background work to stop (an ingest stops between files), give it ``wait_ms``,
+        and close the database. What is still reading a file then is left to the exit: its
+        file's transaction is not committed, so nothing of it is stored."""
+        self._generation += 1  # answers still on their way are dropped, not drawn
+        self.workers.shutdown(wait_ms)
         self.store.close()
 
 
