@@ -65,10 +65,10 @@ def main() -> None:
         window.tabs.setCurrentWidget(window.panels[tab])
         settle(app, 1500)
         shoot(app, window, name)
-    shoot_grid(app, window, Path(home))
     shoot_checkpoints_and_findings(app, window, Path(home))
     shoot_sizing(app, window)
     shoot_live(app, window, Path(home))
+    shoot_grid(app, window, Path(home))  # 45 more runs in the table: after the others
     shoot_team(app, window)
     window.close()
 
@@ -85,7 +85,7 @@ def ingest_samples(app, window, paths: list[Path] | None = None) -> None:
     settle(app, 1000)
 
 
-GRID_SHOTS = {"plots-grid", "plots-menu"}
+GRID_SHOTS = {"plots-grid", "plots-menu", "plots-gpu"}
 GRID_SIZE = (1280, 800)
 
 
@@ -124,8 +124,26 @@ def shoot_grid(app, window, home: Path) -> None:
     settle(app, 600)
     shoot_screen(app, window, "plots-menu")
     menu.close()
+    plots._hide_hover()
+    shoot_gpu_job(app, window)
     window.resize(size)
     window.panels["findings"].show()
+
+
+def shoot_gpu_job(app, window) -> None:
+    """The corpus's ms-swift run with the nvidia-smi sampler beside it: one run, its GPUs'
+    memory, utilisation and power in panels of their own (a band across the 8 GPUs)."""
+    if not CORPUS.is_dir() or (ONLY and "plots-gpu" not in ONLY):
+        return
+    ingest_samples(app, window, [CORPUS / "jsonl" / "ms_swift"])
+    window.panels["ingest"].hide()
+    name = next(r.name for r in window.services.store.runs() if "gbs32" in r.name)
+    select(app, window, [name])
+    plots = window.panels["plots"]
+    plots.set_metrics(["loss", "mem_used_gib/*", "gpu_util_pct/*", "power_w/*"])
+    settle(app, 1500)
+    shoot(app, window, "plots-gpu")
+    plots.set_metrics([])
 
 
 CHECKPOINT_SHOTS = {"findings", "checkpoints", "checkpoint-marks", "retention"}

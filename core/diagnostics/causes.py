@@ -5,7 +5,7 @@ supported, ruled out, or not known (the log does not record what would tell).
 The finding names the supported causes; when none is, the causes its evidence
 cannot rule out; and the list goes into the evidence, so the "why?" pane never
 blames what its own numbers contradict (an LR at 0.81× its usual value is not
-"too high").
+"too high"). The remedy follows the same causes: no "lower the LR" for a bad batch.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ class Cause:
     text: str  # the sentence the finding states when the evidence supports it
     verdict: bool | None  # True supported, False ruled out, None not known
     why: str = ""  # the numbers behind the verdict: "LR 0.81× its usual value"
+    remedy: str = ""  # what to do when it is the cause
 
 
 def choose(causes: Sequence[Cause]) -> str:
@@ -34,6 +35,13 @@ def choose(causes: Sequence[Cause]) -> str:
         return "None of the usual causes fits the evidence."
     listed = left[0] if len(left) == 1 else f"{', '.join(left[:-1])} or {left[-1]}"
     return f"The log cannot tell which: {listed}."
+
+
+def remedy(causes: Sequence[Cause], always: str = "") -> str:
+    """What to do about the supported causes (else the ones left open), then ``always``."""
+    chosen = [c for c in causes if c.verdict] or [c for c in causes if c.verdict is None]
+    steps = list(dict.fromkeys(c.remedy for c in chosen if c.remedy))
+    return " ".join(steps + ([always] if always else []))
 
 
 def considered(causes: Sequence[Cause]) -> list[str]:

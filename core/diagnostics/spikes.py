@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.diagnostics._stats import finite, step_interval, trailing_deviation, value_at
-from core.diagnostics.causes import Cause, choose, considered
+from core.diagnostics.causes import Cause, choose, considered, remedy
 from core.diagnostics.finding import WARNING, Finding, RunData
 from core.diagnostics.resume import resume_rebound
 
@@ -32,6 +32,13 @@ GRAD_FACTOR = 10.0  # a gradient norm this many times its recent median has expl
 LR_FOLLOWS = (0.5, 2.0)  # LR change / batch change within this band: the LR followed
 LR_RISEN = 2.0  # the LR just before a spike, this many times its usual value: it is the cause
 LR_STEADY = 1.25  # below this many times its usual value the LR did not rise: not the cause
+KEEP_CLIPPING = "Keep gradient clipping on."
+LOWER_LR = "Lower the learning rate or lengthen the warm-up."
+SCALE_LR = ("When you change the batch size, scale the LR with it (twice the batch, twice "
+            "the LR).")
+BF16 = "Train in bf16 where the GPU has it (no loss scale to overflow)."
+CHECK_DATA = ("Look at the batches around those steps for corrupt or extreme samples, and skip "
+              "or fix them.")
 
 
 @dataclass(frozen=True)
@@ -104,9 +111,7 @@ def _spike_finding(run: RunData, steps, values, spike: Spike, total: int) -> Fin
         f"from a median of {spike.baseline:.4g} ({spike.z:.0f}× the usual noise)"
     )
     return Finding(
-        "loss_spike", WARNING, message, choose(causes),
-        "Lower the learning rate; when you change the batch size, scale the LR with it "
-        "(twice the batch, twice the LR); keep gradient clipping on.",
+        "loss_spike", WARNING, message, choose(causes), remedy(causes, KEEP_CLIPPING),
         int(steps[spike.start]), int(steps[spike.end]), "loss", (peak_step,), evidence,
     )
 
@@ -150,7 +155,7 @@ def _spike_causes(lr: dict, batch: dict) -> list[Cause]:
     flat = batch_cause.verdict is False and lr_cause.verdict is False
     data = Cause("a bad batch or data outlier",
                  "LR and batch unchanged: likely a bad batch or data outlier.",
-                 True if flat else None)
+                 True if flat else None, remedy=CHECK_DATA)
     return [lr_cause, batch_cause, data]
 
 
@@ -162,7 +167,7 @@ def _batch_cause(batch: dict) -> Cause:
     text = (f"The batch size changed from {batch.get('batch_size_before', 0):g} to "
             f"{batch.get('batch_size', 0):g} shortly before"
             + (", but the learning rate did not follow." if followed is False else "."))
-    return Cause("a batch-size change", text, verdict, _batch_words(batch))
+    return Cause("a batch-size change", text, verdict, _batch_words(batch), SCALE_LR)
 
 
 def _lr_cause(lr: dict) -> Cause:
@@ -172,7 +177,7 @@ def _lr_cause(lr: dict) -> Cause:
     text = (f"The learning rate had just risen to {lr.get('lr_recent_max', 0):.3g}, "
             f"{ratio or 0:.3g}× its usual value: too high for this phase.")
     why = f"LR {ratio:.2g}× its usual value" if ratio is not None else "no LR history"
-    return Cause("a learning rate too high", text, verdict, why)
+    return Cause("a learning rate too high", text, verdict, why, LOWER_LR)
 
 
 def _batch_words(batch: dict) -> str:
@@ -214,11 +219,9 @@ def _explosion_finding(run: RunData, steps, values, spikes: list[Spike]) -> Find
     since = int(steps[max(0, spikes[0].start - LEVEL_WINDOW)])
     causes = _explosion_causes(run, since, peak_step, followed)
     evidence["causes_considered"] = considered(causes)
-    cause = choose(causes)
     return Finding(
-        "grad_explosion", WARNING, message, cause,
-        "Clip gradients (max_grad_norm 1.0), lower the learning rate or lengthen the warm-up, "
-        "and check the batches at those steps.",
+        "grad_explosion", WARNING, message, choose(causes),
+        remedy(causes, "Clip gradients (max_grad_norm 1.0)."),
         int(steps[spikes[0].start]), int(steps[spikes[-1].end]), "grad_norm",
         tuple(int(steps[s.peak]) for s in spikes), evidence,
     )
@@ -232,7 +235,8 @@ def _explosion_causes(run: RunData, since: int, step: int, followed: bool) -> li
     text = ("Some batches produce enormous gradients (extreme or corrupt samples, an unstable "
             "MoE router or attention logits)"
             + (": clipping kept the loss in check so far." if not followed else "."))
-    return [lr_cause, overflow, Cause("a batch of extreme data", text, True if clean else None)]
+    data = Cause("a batch of extreme data", text, True if clean else None, remedy=CHECK_DATA)
+    return [lr_cause, overflow, data]
 
 
 def _overflow_cause(run: RunData, since: int, step: int) -> Cause:
@@ -244,11 +248,11 @@ def _overflow_cause(run: RunData, since: int, step: int) -> Cause:
         if before is not None and lowest is not None:
             dropped = lowest < before
             why = f"loss scale {before:g} → {lowest:g}" if dropped else f"loss scale {before:g}"
-            return Cause("an fp16 overflow", text, dropped, why)
+            return Cause("an fp16 overflow", text, dropped, why, BF16)
     precision = (run.shape.precision or "").lower()
     if precision and "fp16" not in precision:
-        return Cause("an fp16 overflow", text, False, f"precision {precision}")
-    return Cause("an fp16 overflow", text, None, "no loss scale logged")
+        return Cause("an fp16 overflow", text, False, f"precision {precision}", BF16)
+    return Cause("an fp16 overflow", text, None, "no loss scale logged", BF16)
 
 
 def _lowest(series, since: int, step: int) -> float | None:

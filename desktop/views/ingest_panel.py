@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import QModelIndex
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -106,6 +107,7 @@ class IngestPanel(QWidget):
             for row in group.rows:
                 head.appendRow(_items(row))
             self.model.appendRow([head, *(QStandardItem() for _ in HEADERS[1:])])
+            self.table.setFirstColumnSpanned(self.model.rowCount() - 1, QModelIndex(), True)
         self.table.expandAll()
 
     def file_rows(self) -> list[list[str]]:
@@ -132,7 +134,7 @@ def _report_tree(model: QStandardItemModel) -> QTreeView:
     header = tree.header()
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     header.setStretchLastSection(True)
-    for column, width in enumerate((96, 240, 100)):
+    for column, width in enumerate((118, 240, 100)):
         tree.setColumnWidth(column, width)
     return tree
 

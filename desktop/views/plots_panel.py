@@ -236,6 +236,7 @@ class PlotsPanel(QWidget):
             proxy.disconnect()  # a pending move must not reach a cell about to go
         for cell in self.cells:
             self.grid_layout.removeWidget(cell)
+            cell.hide()  # gone from the grid now, deleted once the event loop turns
             cell.deleteLater()
         self.cells, self._hovers = [], []
         for panel in spec.panels:

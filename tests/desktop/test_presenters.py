@@ -15,10 +15,14 @@ from desktop.presenters import (
     compare,
     formatting,
     ingest_report,
+    plot_axes,
     plot_data,
+    plot_ranges,
+    plot_readout,
     run_columns,
     shape_fields,
 )
+from desktop.presenters.run_names import display_names
 from tracker.db.runs import RunSummary, SeriesInfo
 from tracker.ingest import FileResult, IngestReport
 
@@ -123,10 +127,94 @@ def test_resumes_and_unsorted_steps():
     assert panel.resumes == [(20.0, plot_data.PALETTE[0])]
 
 
+def test_samples_epoch_gpu_hours_and_any_growing_metric_as_the_x_axis():
+    walls = 1000.0 + 360 * np.arange(5)
+    run = _run(loss=_series("loss", [0, 10, 20, 30, 40], [5, 4, 3, 2, 1], walls),
+               epoch=_series("epoch", [0, 40], [0.0, 2.0]),
+               consumed=_series("consumed", [0, 20, 40], [0, 100, 400]),
+               wobbly=_series("wobbly", [0, 20, 40], [0, 5, 3]))
+    run.samples_per_step, run.n_gpus = 64.0, 8
+    x = {axis: plot_data.build([run], ["loss"], axis=axis).panels[0].curves[0].x.tolist()
+         for axis in ("samples", "epoch", "gpu_hours", "metric:consumed")}
+    assert x["samples"] == [0, 640, 1280, 1920, 2560]
+    assert x["epoch"] == [0, 0.5, 1.0, 1.5, 2.0]
+    assert x["gpu_hours"] == pytest.approx([0, 0.8, 1.6, 2.4, 3.2])  # 6 min x 8 GPUs a point
+    assert x["metric:consumed"] == [0, 50, 100, 250, 400]
+    axes = plot_axes.choices([run])
+    assert "metric:consumed" in axes and "metric:wobbly" not in axes  # only what only grows
+    spec = plot_data.build([run], ["loss"], axis="metric:wobbly")
+    assert spec.panels == [] and "goes down" in spec.notes[0]
+    run.n_gpus = None
+    assert "GPU count" in plot_data.build([run], ["loss"], axis="gpu_hours").notes[0]
+
+
+def test_smoothing_kinds_and_a_family_of_per_gpu_metrics():
+    run = _run(loss=_series("loss", range(6), [5, 1, 5, 1, 5, 1]),
+               **{f"power_w/gpu{i}": _series(f"power_w/gpu{i}", range(3), [100 + i, 200, 300])
+                  for i in range(2)})
+    running = plot_data.build([run], ["loss"], smoothing=0.6, kind="running").panels[0]
+    assert running.curves[0].smooth[3] == pytest.approx(np.mean([5, 1, 5, 1]))
+    assert "power_w/*" in plot_data.choose_metrics(run.series)
+    (family,) = plot_data.build([run], ["power_w/*"]).panels
+    (band,) = family.bands
+    assert family.curves[0].y.tolist() == [100.5, 200, 300] and family.curves[0].smooth is None
+    assert band.low.tolist() == [100, 200, 300] and band.high.tolist() == [101, 200, 300]
+    assert family.curves[0].label == "a (2 GPUs)"
+
+
+def test_a_runs_stored_colour_is_its_colour_whatever_else_is_shown():
+    a = _run(1, "a", loss=_series("loss", [1, 2], [2, 1]))
+    b = _run(2, "b", loss=_series("loss", [1, 2], [3, 1]))
+    b.colour = "#123456"
+    for runs in ([b], [a, b], [b, a]):
+        curves = plot_data.build(runs, ["loss"]).panels[0].curves
+        assert next(c for c in curves if c.run_id == 2).colour == "#123456"
+
+
+def test_y_limits_from_raw_points_in_view_clipped_padded_and_log():
+    steps = np.arange(200)
+    values = np.full(200, 2.0) + 0.01 * np.sin(steps)
+    values[3] = 50.0
+    run = _run(loss=_series("loss", steps, values), lr=_series("lr", steps, np.full(200, 1e-4)))
+    loss, lr = plot_data.build([run], ["loss", "lr"], smoothing=0.9).panels
+    assert plot_ranges.y_limits(loss)[1] > 50  # the raw spike, not the smoothed curve's top
+    low, high = plot_ranges.y_limits(loss, clip=True)
+    assert high < 2.1 and low > 1.9
+    assert plot_ranges.y_limits(loss, (10, 199))[1] < 2.1  # only what is in view
+    assert plot_ranges.y_limits(lr) == pytest.approx((0.9e-4, 1.1e-4))  # around its value
+    assert plot_ranges.y_limits(lr, log=True) == pytest.approx((-4.1, -3.9))
+    assert plot_ranges.y_limits(loss, (500, 600)) is None
+
+
+def test_the_readout_lists_runs_highest_first_and_sparse_overlays_only_near_their_points():
+    a = _run(1, "a", loss=_series("loss", range(0, 100, 10), np.linspace(3, 2, 10)),
+             eval_loss=_series("eval_loss", [50], [2.6]))
+    b = _run(2, "b", loss=_series("loss", range(0, 100, 10), np.linspace(4, 3, 10)))
+    panel = plot_data.build([a, b], ["loss"]).panels[0]
+    rows, more = plot_readout.rows(panel, 48, near=1)
+    assert [r.label for r in rows] == ["b", "a"] and more == 0
+    rows, _ = plot_readout.rows(panel, 50, near=1)
+    assert [r.label for r in rows] == ["b", "a · eval_loss", "a"]
+    rows, more = plot_readout.rows(panel, 50, near=1, limit=1)
+    assert len(rows) == 1 and more == 2
+
+
+def test_display_names_keep_what_differs_and_tell_equal_names_apart_by_folder():
+    names = ["fyh2001__sft__p0_full_epoch/logging", "fyh2001__sft__p0_full_epoch/stdout"]
+    assert display_names(names, ["/a", "/b"]) == ["…logging", "…stdout"]
+    assert display_names(["sweep-lr1e-3-seed0", "sweep-lr3e-4-seed0"], ["/a", "/b"]) == [
+        "…lr1e-3…", "…lr3e-4…"]
+    paths = ["/r/a/lightning_logs/version_0", "/r/b/lightning_logs/version_0",
+             "/r/b/lightning_logs/version_1"]
+    assert display_names(["version_0", "version_0", "version_1"], paths) == [
+        "version_0 (a)", "version_0 (b)", "version_1"]
+    assert display_names(["only-run"], ["/x"]) == ["only-run"]
+
+
 @pytest.mark.parametrize("span, unit", [(59, "s"), (119, "s"), (120, "min"), (7199, "min"),
                                         (7200, "h"), (3 * 86400, "days")])
 def test_time_unit(span, unit):
-    assert plot_data.time_unit(span)[0] == unit
+    assert plot_axes.time_unit(span)[0] == unit
 
 
 def test_nearest_point_within_the_curve_only():

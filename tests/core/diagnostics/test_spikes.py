@@ -91,7 +91,7 @@ def test_a_batch_size_change_without_the_lr_following_is_named_as_the_cause():
     spike = only(run, "loss_spike")
     assert spike.evidence["batch_size_before"] == 256 and spike.evidence["batch_size"] == 1024
     assert spike.evidence["lr_followed_batch"] is False
-    assert "did not follow" in spike.cause
+    assert "did not follow" in spike.cause and spike.remedy.startswith("When you change the")
     # Scaling the LR with the batch (the article's rule) takes the blame off the batch.
     lr = np.where(steps < 115, 3e-4, 12e-4)
     run.series.update(series(lr=(steps, lr)))
@@ -114,6 +114,7 @@ def test_a_spike_with_the_lr_and_batch_flat_blames_the_data_not_the_lr():
     assert spike.evidence["lr_ratio_to_usual"] == pytest.approx(0.81)
     assert spike.cause == "LR and batch unchanged: likely a bad batch or data outlier."
     assert "too high" not in spike.cause and "batch size" not in spike.cause
+    assert spike.remedy.startswith("Look at the batches") and "learning rate" not in spike.remedy
     assert spike.evidence["causes_considered"] == [
         "a learning rate too high: ruled out (LR 0.81× its usual value)",
         "a batch-size change: ruled out (batch constant at 8)",
