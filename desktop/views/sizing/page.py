@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget, QWizardPage
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget, QWizardPage
 
 from desktop.presenters.sizing_form import Draft
 
@@ -24,6 +25,17 @@ class DraftPage(QWizardPage):
         self.problem = QLabel(wordWrap=True, objectName="problem")
         self.problem.setStyleSheet(PROBLEM_STYLE)
         self.problem.hide()
+
+    def scrolling_body(self) -> QWidget:
+        """A widget for the page's content that scrolls when the window is short."""
+        body = QWidget()
+        area = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        area.setWidget(body)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(area)
+        return body
 
     def problem_text(self) -> str:
         return ""
