@@ -238,6 +238,15 @@ class MainWindow(QMainWindow):
             self.settings.last_folder = folder
             self.services.ingest([folder])
 
+    def open_paths(self, paths: list[str]) -> None:
+        """Come to the front and ingest ``paths`` (what another launch handed over)."""
+        if self.isMinimized():
+            self.showNormal()
+        self.raise_()
+        self.activateWindow()
+        if paths:
+            self.services.ingest(paths)
+
     def load_samples(self) -> None:
         self.services.ingest(self.services.sample_paths())
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QMetaMethod, QObject, QThread, QTimer, Signal
 
 from core.diagnostics import Finding
+from core.resources import resources_dir
 from core.retention import RetentionPlan
 from core.runlog import RunEvent
 from desktop.presenters import live_status
@@ -27,7 +28,7 @@ from tracker.store import Store
 if TYPE_CHECKING:
     from tracker.checkpoints.manager import Deletion, Report
 
-SAMPLES = Path(__file__).resolve().parents[1] / "resources" / "samples"
+SAMPLES = resources_dir() / "samples"
 # While an ingest runs, the runs table refreshes at most this often.
 REFRESH_MS = 400
 # A running run whose logs bring nothing new for this long is shown as "crashed?".

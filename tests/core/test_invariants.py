@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from core.memory import Layout, Setup, SetupError, check, estimate, model_states
 from core.memory.activations import block_bytes, logits_bytes
 from core.memory.precision import OPTIMIZERS
-from core.memory.setup import LOSSES
 from core.models import presets
+from core.shape import LOSSES
 
 RANDOM_SETUPS = settings(max_examples=1000, deadline=None,
                          suppress_health_check=[HealthCheck.filter_too_much])

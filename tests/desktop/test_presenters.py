@@ -68,6 +68,23 @@ def test_smoothing_applies_to_noisy_measurements_only():
     assert lr.curves[0].smooth is None  # a schedule is exact
 
 
+def test_each_curve_is_smoothed_once_while_its_data_stays():
+    loss = _series("loss", range(5), [5, 1, 5, 1, 5])
+    a, b = _run(1, "a", loss=loss), _run(2, "b", loss=_series("loss", range(3), [2, 1, 2]))
+    cache = plot_data.SmoothingCache()
+    first = plot_data.build([a], ["loss"], smoothing=0.5, cache=cache).panels[0].curves[0].smooth
+    again = plot_data.build([a, b], ["loss"], smoothing=0.5, cache=cache).panels[0].curves
+    assert again[0].smooth is first  # another run selected: the first is not smoothed again
+    reloaded = _run(1, "a", loss=_series("loss", range(5), [5, 1, 5, 1, 4]))
+    fresh = plot_data.build([reloaded], ["loss"], smoothing=0.5, cache=cache).panels[0].curves[0]
+    assert fresh.smooth is not first and fresh.smooth[-1] != first[-1]  # new data, new smoothing
+    heavier = plot_data.build([reloaded], ["loss"], smoothing=0.9, cache=cache).panels[0].curves[0]
+    assert heavier.smooth[1] != fresh.smooth[1]  # another weight is another curve
+    plot_data.build([b], ["loss"], smoothing=0.9, cache=cache)
+    assert plot_data.build([reloaded], ["loss"], smoothing=0.9,
+                           cache=cache).panels[0].curves[0].smooth is not heavier  # forgotten
+
+
 def test_nan_and_inf_are_marked_at_the_last_finite_value():
     run = _run(loss=_series("loss", range(6), [math.nan, 2, math.inf, math.nan, 1, 0.5]))
     curve = plot_data.build([run], ["loss"]).panels[0].curves[0]

@@ -245,8 +245,9 @@ def test_no_recorded_run_near_the_size_says_so(qtbot, history, wizard):
 
 def test_size_a_run_like_this_fills_in_the_runs_setup(qtbot, history, window):
     ids = {r.name: r.id for r in history.store.runs()}
+    qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == len(ids))  # loaded off-thread
     window.runs_panel.select_ids([ids["history-1"]])
-    qtbot.waitUntil(lambda: window.actions_["size_like"].isEnabled())
+    qtbot.waitUntil(lambda: history.selected == [ids["history-1"]])
     window.actions_["size_like"].trigger()
     wizard = window.wizard
     qtbot.addWidget(wizard)

@@ -13,8 +13,7 @@ from argparse import BooleanOptionalAction
 from pathlib import Path
 
 from core.memory.frameworks import FRAMEWORKS
-from core.memory.setup import LOSSES
-from core.shape import RECOMPUTE
+from core.shape import LOSSES, RECOMPUTE
 from tracker.cli._output import fail, print_json, print_table
 
 OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",

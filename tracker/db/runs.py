@@ -6,15 +6,16 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from core.runlog import RunLog
 from core.shape import RunShape
-from tracker.db import series as series_store
 from tracker.db.schema import CheckpointRow, EventRow, Run, RunTag, SeriesRow, SourceFile
+
+if TYPE_CHECKING:  # listing runs (summaries) needs neither numpy nor the series codec
+    from core.runlog import RunLog
 
 # Fields the user corrected in the app win over what a re-read log says.
 USER_SOURCE = "user"
@@ -155,6 +156,8 @@ def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _save_series(session: Session, run_id: int, log: RunLog) -> int:
+    from tracker.db import series as series_store
+
     stored = {
         row.name: row
         for row in session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars()

@@ -13,12 +13,12 @@ flatten the others, so the axis stops at 1.6 times the largest card.
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from desktop.presenters.memory_bars import COLOURS, LABELS, LEADS, MARKERS, SEGMENTS, Bar
+from desktop.views.plotting import pg
 
 BAR_WIDTH = 0.5
 SLOT = 0.86  # the width of a GPU's place: capacity line and margin band
