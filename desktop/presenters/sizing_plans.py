@@ -133,7 +133,7 @@ def short_changes(p: Plan) -> list[str]:
         elif m["name"] == "optimizer":
             out.append(OPTIMIZERS.get(m["new"], m["new"]))
         elif m["name"] == "micro batch":
-            out.append(f"micro batch {m['old']} → {m['new']}, accumulation {m['accum']}")
+            out.append(f"micro batch {m['old']} → {m['new']} (accumulation {m['accum']})")
         elif m["name"] == "seq len":
             out.append(f"sequence {int(m['old']):,} → {int(m['new']):,}")
         elif m["name"] in ("recompute", "loss"):
@@ -147,7 +147,7 @@ def plan_phrase(p: Plan, tokens: float) -> str:
     """A plan in a clause: its GPUs, what it changes, its speed, time and cost."""
     nodes = f" on {p.nodes} nodes" if p.nodes > 1 else ""
     changes = short_changes(p)
-    what = f"with {', '.join(changes)}" if changes else AS_ASKED
+    what = f"with {words(changes)}" if changes else AS_ASKED
     hours, cost = p.hours(tokens), p.cost(tokens)
     pace = [f"{compact(p.tokens_per_s)} tokens/s"]
     if hours:
@@ -213,13 +213,13 @@ def card_headline(answer: CardAnswer | None, tokens: float) -> str:
     best = answer.best
     if best:
         changes = short_changes(best)
-        how = f"with {', '.join(changes)}" if changes else AS_ASKED
+        how = f"with {words(changes)}" if changes else AS_ASKED
         return (f"{cards} runs it {how}; with those settings the largest micro batch is "
                 f"{best.max_micro_batch:,} and the longest sequence {best.max_seq_len:,} tokens "
                 f"({compact(best.tokens_per_s)} tokens/s).")
     options = []
     if answer.changes:
-        options.append("it fits if you change " + ", ".join(short_changes(answer.changes[0])))
+        options.append("it fits if you change to " + words(short_changes(answer.changes[0])))
     if answer.more_cards:
         more = answer.more_cards
         options.append(f"it keeps the experiment on {plan_phrase(more, tokens)}")

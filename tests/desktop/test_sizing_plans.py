@@ -33,8 +33,8 @@ def test_the_8b_qlora_on_a_4090_is_one_card_with_accumulation_in_the_first_secti
     assert first.plan.n_gpus == 1 and s.micro_batch <= 2 and s.micro_batch * s.grad_accum == 4
     assert first.plan.device_gib <= (1 - MARGIN) * RTX_4090.memory_gib
     assert first.cells[BATCH] == f"{s.micro_batch} × {s.grad_accum}"
-    assert first.cells[CHANGES].startswith(f"micro batch 4 → {s.micro_batch}, accumulation "
-                                           f"{s.grad_accum}")
+    assert first.cells[CHANGES].startswith(f"micro batch 4 → {s.micro_batch} (accumulation "
+                                           f"{s.grad_accum})")
     assert "= 4 samples per optimizer step" in first.tips[BATCH]
 
 
@@ -114,7 +114,7 @@ def test_card_mode_answers_with_the_knobs_or_the_smallest_change():
     short = Sizer(FULL_70B[0]).fit_to_card(FULL_70B[1], A100, 1)
     said = sizing_plans.card_headline(short, TOKENS)
     assert said.startswith("1 × A100 80GB cannot keep this experiment; it fits if you change "
-                           "QLoRA instead of full fine-tuning")
+                           "to QLoRA instead of full fine-tuning")
     assert f"or it keeps the experiment on {short.more_cards.n_gpus} × A100 80GB" in said
     assert sizing_plans.card_headline(None, TOKENS).startswith("Looking for")
 

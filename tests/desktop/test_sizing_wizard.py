@@ -6,7 +6,7 @@ import base64
 import json
 
 import pytest
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QFontMetrics, QGuiApplication
 from PySide6.QtWidgets import QWizard
 
@@ -89,8 +89,12 @@ def test_each_page_then_the_result_matches_core(qtbot, wizard):
     assert first.text(GPU) == expected[0].gpu and first.isSelected()
     assert "no recorded run" in result.figures.text()  # an empty database: uncalibrated
     assert f"{expected[0].device_gib:.1f} GiB per GPU" in result.figures.text()
-    assert result.headline.text().startswith("As asked it ")
-    assert f"; the best plan: 1 × {expected[0].gpu} " in result.headline.text()
+    headline = result.headline
+    assert headline.text().startswith("As asked it ")
+    assert f"; the best plan: 1 × {expected[0].gpu} " in headline.text()
+    wrapped = headline.fontMetrics().boundingRect(QRect(0, 0, headline.width(), 1 << 16),
+                                                  Qt.TextFlag.TextWordWrap, headline.text())
+    assert headline.height() >= wrapped.height() > headline.fontMetrics().lineSpacing()
 
 
 def test_what_if_sliders_redraw_the_asked_bars(qtbot, wizard):
@@ -446,7 +450,7 @@ def test_card_mode_answers_what_the_card_can_run(qtbot, wizard):
     _choose(training.combos["precision"], "mixed-bf16")
     _next(qtbot, wizard)
     qtbot.waitUntil(lambda: not result.planning, timeout=20_000)
-    assert "cannot keep this experiment; it fits if you change " in result.headline.text()
+    assert "cannot keep this experiment; it fits if you change to " in result.headline.text()
 
 
 def test_the_wizard_fits_a_1280x800_screen(qtbot, history, wizard):

@@ -15,7 +15,7 @@ from desktop.presenters import sizing_plans
 from desktop.presenters.sizing_plans import Row, Section
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
-RANK_WIDTH = 40  # section titles span this column: it is not sized to its contents
+RANK_WIDTH = 48  # section titles span this column: it is not sized to its contents
 MAX_WIDTH = 170  # a column sized to its contents stays this narrow (its tooltip says all)
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 

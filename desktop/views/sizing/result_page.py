@@ -49,7 +49,7 @@ from desktop.presenters.sizing_report import (
 )
 from desktop.sizing_services import SizingServices
 from desktop.views.sizing.memory_chart import MemoryChart
-from desktop.views.sizing.page import DraftPage, hint_label
+from desktop.views.sizing.page import HINT_STYLE, DraftPage, FittedLabel, hint_label
 from desktop.views.sizing.plans_table import PlansTable
 from desktop.workers import Worker
 
@@ -76,10 +76,10 @@ class ResultPage(DraftPage):
         self._shown = 0  # the bar the figures are for: the selected plan's, else the first
         self.planning = False
         self._worker: Worker | None = None  # the planner's current job
-        self.headline = QLabel(wordWrap=True, objectName="headline")
+        self.headline = FittedLabel(objectName="headline")
         self.headline.setStyleSheet(HEADLINE_STYLE)
-        self.note = hint_label()
-        self.note.setObjectName("otherFigures")
+        self.note = FittedLabel(objectName="otherFigures")
+        self.note.setStyleSheet(HINT_STYLE)
         self.figures = QLabel(wordWrap=True, textFormat=Qt.TextFormat.RichText,
                               objectName="figures")
         self.figures.setAlignment(Qt.AlignmentFlag.AlignTop)
@@ -189,7 +189,7 @@ class ResultPage(DraftPage):
         self._shown = next((i for i, b in enumerate(self.bars) if b.plan is shown_plan), 0)
         self.chart.show_bars(self.bars, self._shown if shown_plan else None)
         outcome = self.outcome()
-        self._set_headline(outcome.headline)
+        self.headline.setText(outcome.headline)
         self.note.setText(memory_bars.other_figures(outcome.shown.check) if outcome.shown
                           else "")
         self.note.setVisible(bool(self.note.text()))
@@ -209,16 +209,6 @@ class ResultPage(DraftPage):
         asked = [b for b in self.bars if b.plan is None]
         return sizing_plans.headline(asked, self.plans, d.tokens, self.planning,
                                      self._budget())
-
-    def _set_headline(self, sentence: str) -> None:
-        """The sentence, with the room its wrapped lines need (a page does not grow for it)."""
-        self.headline.setText(sentence)
-        width = self.contentsRect().width()  # the headline spans the page
-        self.headline.setMinimumHeight(max(0, self.headline.heightForWidth(width)))
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        self._set_headline(self.headline.text())
 
     def _budget(self) -> int | None:
         d = self.draft
@@ -254,7 +244,7 @@ class ResultPage(DraftPage):
         d = self.draft
         self.planning = True
         self.plan_status.setText("Planning…")
-        self._set_headline(self._headline())
+        self.headline.setText(self._headline())
         # Bound methods: a reply that lands after the page is gone is dropped with it.
         if d.mode == "card":
             self._worker = self._sizing.fit_to_card(
