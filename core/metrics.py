@@ -1,6 +1,6 @@
 """Canonical metric names and the aliases that formats use for them.
 
-Every reader maps what its format calls a metric onto the names of DESIGN.md,
+Every reader maps what its format calls a metric onto the names of docs/design.md,
 scaling units on the way (memory to GiB, time to seconds), and keeps the
 original name so nothing is lost. One table here, so a new alias is one line.
 """
@@ -140,7 +140,7 @@ def resolve(original: str) -> Alias:
     """Canonical name and unit scale for a metric name as a format writes it.
 
     Unknown names pass through (trimmed), except that evaluation metrics are
-    grouped under ``eval/<name>`` as DESIGN.md asks.
+    grouped under ``eval/<name>`` as docs/design.md asks.
     """
     key = _SPACES.sub(" ", original.strip()).lower()
     if key.startswith("devicestatsmonitor.") and "/" in key:

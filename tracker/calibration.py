@@ -21,7 +21,7 @@ from tracker.db.runs import RunSummary
 from tracker.db.schema import Run
 from tracker.store import Store
 
-# Canonical series -> the counter it records (DESIGN.md, canonical metric names).
+# Canonical series -> the counter it records (docs/design.md, canonical metric names).
 COUNTERS = {"mem_peak_gib": "allocated", "mem_reserved_gib": "reserved", "mem_used_gib": "device"}
 EXCLUDED = "excluded from the fit"
 NO_PEAK = "no memory peak or OOM recorded"

@@ -1,6 +1,6 @@
 """Per-GPU memory of a run, by component, and the three readings logs record.
 
-Components (DESIGN.md): weights, gradients, optimizer, activations, logits,
+Components (docs/design.md): weights, gradients, optimizer, activations, logits,
 kv_cache, overhead. Static terms follow EleutherAI's "Transformer Math 101"
 and the ZeRO paper's sharding rules ((2 + 2 + K)Ψ / N_d ...); activations
 follow Korthikanti et al. (see :mod:`core.memory.activations`); quantised
