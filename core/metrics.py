@@ -13,6 +13,14 @@ from dataclasses import dataclass
 GIB = 1024.0**3
 MIB = 1024.0**2
 
+# The memory series and the counter each records: torch's max_memory_allocated, its caching
+# allocator's max_memory_reserved, and the device as the driver (nvidia-smi) sees it.
+MEMORY_COUNTERS: dict[str, str] = {"mem_peak_gib": "allocated", "mem_reserved_gib": "reserved",
+                                   "mem_used_gib": "device"}
+# The seed article: keep 15-20 % of the card free; Headroom plans with the lower end.
+MARGIN = 0.15
+MARGINS = (0.15, 0.20)
+
 # Bytes in one unit, for memory figures written with a unit suffix.
 MEMORY_UNITS: dict[str, float] = {
     "b": 1.0,
