@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from core.gpus import GPU
 from core.memory import COMPONENTS, GIB, Setup
+from core.metrics import MARGINS
 from core.planner import Plan
 from core.sizing import Check, Sizer
 
@@ -29,7 +30,6 @@ COLOURS = {"weights": "#4e79a7", "gradients": "#f28e2b", "optimizer": "#e15759",
 MARKERS = {"calibrated": ("d", "◆", "#1f2933", "calibrated on your runs, 90 % interval"),
            "analytical": ("o", "●", "#52606d", "the analytical model")}
 LEADS = {"analytical": "the analytical model", "calibrated": "calibrated on your runs"}
-WIDE_BAND = 0.20  # the seed article: leave 15-20 % free
 MAX_RECOMMENDED = 6  # bars when Headroom picks the GPUs: the best plan on each of a few models
 
 
@@ -78,7 +78,7 @@ class Bar:
     def band(self) -> tuple[float, float]:
         """Where the free band starts (20 %, or the margin when wider) and the margin's line."""
         limit = self.capacity_gib * (1 - self.margin)
-        return min(self.capacity_gib * (1 - WIDE_BAND), limit), limit
+        return min(self.capacity_gib * (1 - max(MARGINS)), limit), limit
 
     @property
     def verdict(self) -> str:

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.diagnostics import severity_rank
+from core.metrics import MEMORY_COUNTERS
 from core.shape import RunShape
 from desktop.presenters import formatting as fmt
 from desktop.presenters import live_status
 from tracker.db.runs import RunSummary
 
 # Memory metrics in the order the peak column prefers them (allocated is what the fit uses).
-MEMORY_METRICS = ("mem_peak_gib", "mem_reserved_gib", "mem_used_gib")
+MEMORY_METRICS = tuple(MEMORY_COUNTERS)
 
 
 @dataclass(frozen=True)
