@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import argparse
 
+from tracker.cli import _query
 from tracker.cli._output import open_store, print_json, print_table
 
 
 def add_parser(sub, parents) -> None:
     p = sub.add_parser("runs", parents=parents, help="list stored runs")
     p.add_argument("--json", action="store_true", help="print as JSON")
+    _query.add_arguments(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = open_store(args.db).runs()
+    store = open_store(args.db)
+    runs = _query.selected_runs(store, args.where)
+    if args.group_by:
+        return _query.print_groups(store, runs, args.group_by, args.json)
     if args.json:
         print_json([_as_dict(r) for r in runs])
         return 0
@@ -34,6 +39,8 @@ def _peak(run) -> float | None:
 
 
 def _as_dict(run) -> dict:
+    from tracker.fields import summary_values
+
     return {
         "id": run.id,
         "name": run.name,
@@ -42,6 +49,8 @@ def _as_dict(run) -> dict:
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "status": run.status,
         "tags": run.tags,
+        "severity": run.severity,
+        **summary_values(run),
         "shape": run.shape.known(),
         "shape_sources": run.shape.sources,
         "metrics": {
