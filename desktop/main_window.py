@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from desktop import dialogs
 from desktop.actions import ACTIONS, MENUS
+from desktop.compare_services import compare_for
 from desktop.panels import PANELS
 from desktop.presenters.team_connection import database_label
 from desktop.services import AppServices
@@ -52,7 +53,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Headroom")
         self.setObjectName("mainWindow")
         self.setAcceptDrops(True)
-        self.runs_panel = RunsPanel(services)
+        self.runs_panel = RunsPanel(services, settings)
         self.left = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
         self.left.addWidget(self.runs_panel)
         self.left.setStretchFactor(0, 3)
@@ -156,6 +157,9 @@ class MainWindow(QMainWindow):
         self.empty.sig_open_files_requested.connect(self.open_files)
         self.empty.sig_open_folder_requested.connect(self.open_folder)
         self.empty.sig_samples_requested.connect(self.load_samples)
+        compare = compare_for(s, self.settings)  # the summary views select and filter runs
+        compare.sig_select_requested.connect(self.runs_panel.select_ids)
+        compare.sig_filter_requested.connect(self.runs_panel.filter_edit.setText)
 
     # ---- Window state
 
