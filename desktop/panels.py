@@ -22,6 +22,7 @@ from desktop.views.findings_panel import FindingsPanel
 from desktop.views.groups_panel import GroupsPanel
 from desktop.views.ingest_panel import IngestPanel
 from desktop.views.plots_panel import PlotsPanel
+from desktop.views.scatter_panel import ScatterPanel
 from desktop.views.watch_panel import WatchPanel
 
 
@@ -39,6 +40,7 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("plots", "Plots", PlotsPanel, "tab"),
     PanelSpec("details", "Details", lambda services, _settings: DetailsPanel(services), "tab"),
     PanelSpec("compare", "Compare", lambda services, _settings: CompareView(services), "tab"),
+    PanelSpec("scatter", "Scatter", ScatterPanel, "tab"),
     PanelSpec("checkpoints", "Checkpoints",
               lambda services, _settings: CheckpointsPanel(services), "tab"),
     PanelSpec("calibration", "Calibration",

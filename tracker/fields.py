@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from core.query import QueryError, Ref
+from core.query import Compare, QueryError, Ref, parse
 from core.shape import RunShape
 from tracker.db.runs import RunSummary
 
@@ -101,6 +101,14 @@ def resolve(ref: Ref, metrics: Iterable[str] = ()) -> Field:
             raise QueryError(f"{head} is a metric: say {head}.last, {head}.min or {head}.max",
                              ref.column)
     raise QueryError(f"no field '{ref.text}'{_suggest(ref.text, metrics)}", ref.column)
+
+
+def named(text: str, metrics: Iterable[str] = ()) -> Field:
+    """The one field ``text`` names, as the group-by and axis boxes take it."""
+    node = parse(text) if text.strip() else None
+    if not isinstance(node, Compare) or node.op != "==" or node.value is not True:
+        raise QueryError("name one field, e.g. method, lora_rank, loss.last or config.KEY", 1)
+    return resolve(node.ref, metrics)
 
 
 def _named(name: str) -> Field | None:

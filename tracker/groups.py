@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.query import Compare, QueryError, parse
+from core.query import QueryError
 from tracker.db.runs import RunSummary
-from tracker.fields import ALIASES, TEXT, Extras, Field, resolve
+from tracker.fields import ALIASES, TEXT, Extras, Field, named
 
 NONE = "(none)"
 # The runs table's figures, aggregated per group.
@@ -54,10 +54,7 @@ class GroupBy:
 def group_by(text: str, metrics: Iterable[str] = ()) -> GroupBy:
     """Read ``FIELD`` or ``FIELD~PATTERN`` (raises :class:`QueryError` with the column)."""
     name, tilde, pattern = text.partition("~")
-    node = parse(name) if name.strip() else None
-    if not isinstance(node, Compare) or node.op != "==" or node.value is not True:
-        raise QueryError("name one field to group by, e.g. method or name~-seed\\d+", 1)
-    field = resolve(node.ref, metrics)
+    field = named(name, metrics)
     if not tilde:
         return GroupBy(text, field)
     column = len(name) + 2

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 QUERY_SIGNS = re.compile(r"==|!=|<|>|~|\b(?:in|and|or|not)\b")
-# A field name as typed: dotted words, or metrics["..."] with a quoted key.
-_WORD = re.compile(r"""[A-Za-z_][\w.]*(?:\[["'][^"']*["']?\]?)?[\w.]*$""")
+# A field name as typed: dotted words.
+_WORD = re.compile(r"[A-Za-z_][\w.]*$")
 
 
 def is_query(text: str) -> bool:

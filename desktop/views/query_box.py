@@ -119,6 +119,7 @@ class QueryBox(QObject):
             self.completer.popup().hide()
 
     def _insert(self, completion: str) -> None:
+        self.completer.popup().hide()
         text, cursor = query_text.complete(self.edit.text(), self.edit.cursorPosition(),
                                            completion)
         self.edit.setText(text)

@@ -51,11 +51,12 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("by", [BY_NAME, BY_LR])
-def test_group_means_and_std_bands_are_numpys_on_the_stored_points(store, grouped, by):
+def test_group_means_and_std_bands_are_numpys_on_the_stored_points(services, store, grouped,
+                                                                   by):
     from desktop.compare_services import compare_for
 
     ids, data = grouped
-    compare = compare_for(grouped_services := _services_of(store, data))
+    compare = compare_for(services)
     compare.set_grouping(Grouping(by=by))
     assignment = compare.assignment(ids)
     assert sorted(set(assignment.values())) == sorted(
@@ -74,13 +75,6 @@ def test_group_means_and_std_bands_are_numpys_on_the_stored_points(store, groupe
         np.testing.assert_allclose(curve.band.high - curve.band.centre, spread, rtol=1e-9)
         np.testing.assert_allclose(curve.band.centre - curve.band.low, spread, rtol=1e-9)
         assert (curve.band.count == 3).all()
-    grouped_services.workers.shutdown()
-
-
-def _services_of(store, _data):
-    from desktop.services import AppServices
-
-    return AppServices(store)
 
 
 def test_median_minmax_and_interval_bands(store, grouped):
