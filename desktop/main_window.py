@@ -25,11 +25,13 @@ from PySide6.QtWidgets import (
 
 from desktop import dialogs
 from desktop.actions import ACTIONS, MENUS
+from desktop.alert_services import alerts_for
 from desktop.compare_services import compare_for
 from desktop.panels import PANELS
 from desktop.presenters.team_connection import database_label
 from desktop.services import AppServices
 from desktop.settings import Settings
+from desktop.views.alert_views import AlertIndicator
 from desktop.views.runs_panel import RunsPanel
 from desktop.views.team_commands import TeamCommands
 from desktop.widgets.drop import local_paths
@@ -144,6 +146,9 @@ class MainWindow(QMainWindow):
         self.db_label = QLabel(database_label(self.services.store.display_url))
         self.db_label.setStyleSheet("color: #616e7c;")
         self.statusBar().addPermanentWidget(self.db_label)
+        self.statusBar().addPermanentWidget(AlertIndicator(  # watched runs' news; hidden till then
+            alerts_for(self.services, self.settings), compare_for(self.services, self.settings),
+            self.settings))
         self.statusBar().addPermanentWidget(self.count_label)
 
     def _connect(self) -> None:
