@@ -76,55 +76,82 @@ def align(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, 
     if all(len(x) == len(first) and np.array_equal(x, first) for x, _ in curves[1:]):
         return first, np.vstack([np.asarray(y, dtype=np.float64) for _, y in curves])
     grid = np.unique(np.concatenate([x for x, _ in curves]))
-    return grid, np.vstack([_on_grid(grid, x, y) for x, y in curves])
+    values = np.full((len(curves), len(grid)), np.nan)
+    for row, (x, y) in zip(values, curves, strict=True):
+        _on_grid(row, grid, x, y)
+    return grid, values
 
 
-def _on_grid(grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    out = np.full(len(grid), np.nan)
+def _on_grid(row: np.ndarray, grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """Fill ``row`` (NaN) with the member between its first and last finite point."""
     finite = np.isfinite(y)
     if not finite.any():
-        return out
+        return
     xs, ys = x[finite], y[finite]
-    inside = (grid >= xs[0]) & (grid <= xs[-1])
-    out[inside] = np.interp(grid[inside], xs, ys)
+    start, stop = np.searchsorted(grid, xs[0]), np.searchsorted(grid, xs[-1], side="right")
+    row[start:stop] = np.interp(grid[start:stop], xs, ys)
     if not finite.all():
-        out[np.searchsorted(grid, x[~finite])] = np.nan  # the grid holds every member x
-    return out
+        row[np.searchsorted(grid, x[~finite])] = np.nan  # the grid holds every member x
 
 
 def aggregate(curves: Sequence[tuple[np.ndarray, np.ndarray]], stat: str = "mean",
               band: str = "std") -> Band:
     """The centre and band of ``curves`` (x sorted) on their aligned grid."""
     grid, values = align(curves)
-    present = np.isfinite(values)
-    count = present.sum(axis=0)
-    keep = count > 0
-    grid, values, count = grid[keep], values[:, keep], count[keep]
-    with warnings.catch_warnings():  # columns with one member: no spread, not an error
-        warnings.simplefilter("ignore", RuntimeWarning)
-        centre, low, high = _centre_band(values, stat, band, bool(present[:, keep].all()))
+    count = np.isfinite(values).sum(axis=0)
+    if not count.all():
+        keep = count > 0
+        grid, values, count = grid[keep], values[:, keep], count[keep]
+    partial = count < len(values)  # columns some member lacks: the NaN-aware reductions
+    centre, low, high = _centre_band(values, stat, band, partial)
     lone = count < 2
     low[lone], high[lone] = centre[lone], centre[lone]
     return Band(grid, centre, low, high, count)
 
 
 def _centre_band(values: np.ndarray, stat: str, band: str,
-                 full: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """numpy's plain reductions when every member has every x (much faster), else the nan ones."""
-    mean, median, std = ((np.mean, np.median, np.std) if full
-                         else (np.nanmean, np.nanmedian, np.nanstd))
-    centre = mean(values, axis=0) if stat == "mean" else median(values, axis=0)
+                 partial: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def reduce(fast, slow, **options) -> np.ndarray:
+        """numpy's plain reduction (much faster) over every column, its NaN-aware twin over the
+        columns some member lacks."""
+        out = fast(values, axis=0, **options)
+        if partial.any():
+            with warnings.catch_warnings():  # one member left: no spread, not an error
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out[..., partial] = slow(values[:, partial], axis=0, **options)
+        return out
+
+    centre = reduce(np.mean, np.nanmean) if stat == "mean" else reduce(np.median, np.nanmedian)
     if band == "std":
-        spread = std(values, axis=0, ddof=1) if len(values) > 1 else np.zeros_like(centre)
+        spread = (reduce(np.std, np.nanstd, ddof=1) if len(values) > 1
+                  else np.zeros_like(centre))
         return centre, centre - spread, centre + spread
     if band == "minmax":
-        lowest, highest = (np.min, np.max) if full else (np.nanmin, np.nanmax)
-        return centre, lowest(values, axis=0), highest(values, axis=0)
+        return centre, reduce(np.min, np.nanmin), reduce(np.max, np.nanmax)
     if band == "p90":
-        quantile = np.percentile if full else np.nanpercentile
-        low, high = quantile(values, [5, 95], axis=0)
+        low, high = reduce(np.percentile, np.nanpercentile, q=[5, 95])
         return centre, low, high
     return centre, centre.copy(), centre.copy()
+
+
+def envelope(x: np.ndarray, low: np.ndarray, high: np.ndarray, start: float, stop: float,
+             buckets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The band between ``start`` and ``stop`` in at most ``buckets`` steps, for drawing.
+
+    Each bucket keeps the lowest low and the highest high of its points, so a
+    band drawn from it covers every point's band (as peak downsampling keeps
+    every spike of a curve). One point either side of the range is kept so the
+    band reaches the view's edges.
+    """
+    first = max(int(np.searchsorted(x, start)) - 1, 0)
+    last = min(int(np.searchsorted(x, stop, side="right")) + 1, len(x))
+    x, low, high = x[first:last], low[first:last], high[first:last]
+    if len(x) <= 2 * buckets:
+        return x, low, high
+    starts = np.linspace(0, len(x), buckets, endpoint=False).astype(np.int64)
+    lows, highs = np.fmin.reduceat(low, starts), np.fmax.reduceat(high, starts)
+    return (np.append(x[starts], x[-1]), np.append(lows, low[-1]),
+            np.append(highs, high[-1]))
 
 
 def group_panels(spec: PlotSpec, assignment: Mapping[int, str],

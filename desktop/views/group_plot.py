@@ -25,7 +25,14 @@ from PySide6.QtWidgets import (
 
 from desktop.compare_services import compare_for
 from desktop.presenters import group_choices
-from desktop.presenters.groups import BANDS, STATS, GroupCurve, Grouping, group_panels
+from desktop.presenters.groups import (
+    BANDS,
+    STATS,
+    GroupCurve,
+    Grouping,
+    envelope,
+    group_panels,
+)
 from desktop.presenters.plot_data import PlotSpec
 from desktop.services import AppServices
 from desktop.settings import Settings
@@ -37,6 +44,8 @@ if TYPE_CHECKING:
 BAND_ALPHA = 56
 EDGE_ALPHA = 110
 LABEL_CHARS = 18
+LONG_CURVE = 2000
+BUCKETS = 1500  # a band's resolution across the view
 MIN_WIDTH = 28
 
 
@@ -49,6 +58,7 @@ class GroupPlot(QObject):
         self._services = services
         self._compare = compare_for(services, settings)
         self._groups: list[list[GroupCurve]] = []
+        self._bands: list[_Band | None] = []  # kept alive: each follows its panel's view
         self.bar = GroupBar(self._compare.grouping, self._suggestions)
         self.bar.sig_changed.connect(self._compare.set_grouping)
         self._compare.sig_grouping_changed.connect(self._on_grouping)
@@ -78,9 +88,11 @@ class GroupPlot(QObject):
 
         legend.clear()
         named: set[str] = set()
+        self._bands = []
         for plot, curves in zip(plots, self._groups, strict=False):
             for curve in curves:
-                centre = _draw(plot.plot, curve, pg)
+                centre, band = _draw(plot.plot, curve, pg)
+                self._bands.append(band)
                 if curve.key not in named and not curve.overlay:
                     named.add(curve.key)
                     legend.addItem(centre, curve.label)
@@ -96,26 +108,47 @@ class GroupPlot(QObject):
         return group_choices.suggestions(runs, configs)
 
 
-def _draw(plot: pg.PlotItem, curve: GroupCurve, pg) -> pg.PlotDataItem:
+def _draw(plot: pg.PlotItem, curve: GroupCurve, pg) -> tuple[pg.PlotDataItem, _Band | None]:
     """The band (two faint edges and the fill between them) under a bold centre line."""
     band = curve.band
     colour = QColor(curve.colour)
-    if (band.high > band.low).any():
-        edge = QColor(colour)
-        edge.setAlpha(EDGE_ALPHA)
-        low = pg.PlotDataItem(band.x, band.low, pen=pg.mkPen(edge, width=0.8), connect="finite")
-        high = pg.PlotDataItem(band.x, band.high, pen=pg.mkPen(edge, width=0.8),
-                               connect="finite")
-        fill = QColor(colour)
-        fill.setAlpha(BAND_ALPHA)
-        for item in (low, high, pg.FillBetweenItem(low, high, brush=fill)):
-            plot.addItem(item)
+    shaded = _Band(plot, curve, pg) if (band.high > band.low).any() else None
     style = Qt.PenStyle.DashLine if curve.overlay else Qt.PenStyle.SolidLine
+    long = len(band.x) > LONG_CURVE  # wide antialiased strokes of long curves are slow in Qt
     centre = pg.PlotDataItem(band.x, band.centre, name=curve.label, connect="finite",
-                             pen=pg.mkPen(colour, width=2.2, style=style))
+                             antialias=not long,
+                             pen=pg.mkPen(colour, width=2.0 if long else 2.2, style=style))
     plot.addItem(centre)
-    return centre
+    return centre, shaded
 
+
+class _Band:
+    """A group's band, filled between its edges as the view shows them.
+
+    Filling between two 100,000-point curves costs seconds in Qt; the band is
+    reduced to :data:`BUCKETS` buckets of the range in view (each bucket the
+    lowest low and highest high of its points) and again after every pan or zoom.
+    """
+
+    def __init__(self, plot: pg.PlotItem, curve: GroupCurve, pg) -> None:
+        self._band = curve.band
+        edge = QColor(curve.colour)
+        edge.setAlpha(EDGE_ALPHA)
+        fill = QColor(curve.colour)
+        fill.setAlpha(BAND_ALPHA)
+        self.low = pg.PlotCurveItem(pen=pg.mkPen(edge, width=0.8), antialias=False)
+        self.high = pg.PlotCurveItem(pen=pg.mkPen(edge, width=0.8), antialias=False)
+        self.fill = pg.FillBetweenItem(self.low, self.high, brush=fill)
+        self._show(float(curve.band.x[0]), float(curve.band.x[-1]))  # until the view says
+        for item in (self.low, self.high, self.fill):
+            plot.addItem(item)
+        plot.vb.sigXRangeChanged.connect(lambda _box, span: self._show(*span))
+
+    def _show(self, start: float, stop: float) -> None:
+        band = self._band
+        x, low, high = envelope(band.x, band.low, band.high, start, stop, BUCKETS)
+        self.low.setData(x, low, connect="finite")
+        self.high.setData(x, high, connect="finite")
 
 class GroupBar(QToolButton):
     """A "Groups" button whose menu sets the grouping: a field or pattern (typed or suggested),

@@ -90,6 +90,8 @@ QUERIES = {
         lambda r: any("q_proj" in t for t in r["shape"].get("lora_targets") or [])
         and r["shape"].get("precision") != "mixed-bf16",
     "gpu_hours > 10": lambda r: _above(_runtime_hours(r), 10),
+    'severity == "warning" or status == "running"':
+        lambda r: r["severity"] == "warning" or r["status"] == "running",
     'framework ~ "^megatron" and recompute != "full"':
         lambda r: (r["shape"].get("framework") or "").startswith("megatron")
         and r["shape"].get("recompute") != "full",

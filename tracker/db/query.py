@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, select, true
+from sqlalchemy import ColumnElement, and_, case, exists, false, func, not_, or_, select, true
 from sqlalchemy.orm import Session
 
+from core.diagnostics.finding import SEVERITIES
 from core.query import All, Not
-from tracker.db.schema import Run, RunTag, SeriesRow
+from tracker.db.schema import FindingRow, Run, RunTag, SeriesRow
 from tracker.fields import FLAG, MEMORY_METRICS, NUMBER, Field
 from tracker.query import ORDER, Term
 
@@ -30,13 +31,26 @@ def split(tree: Any, dialect: str) -> tuple[ColumnElement[bool] | None, Any]:
     to SQL only when everything under it can. None means "nothing" on either side.
     """
     if isinstance(tree, All):
-        done = [split(part, dialect) for part in tree.parts]
+        done = [split(part, dialect) for part in sorted(tree.parts, key=_cost)]
         clauses = [c for c, _ in done if c is not None]
         rest = tuple(r for _, r in done if r is not None)
         clause = and_(*clauses) if clauses else None
         return clause, (rest[0] if len(rest) == 1 else All(rest)) if rest else None
     clause = _clause(tree, dialect)
     return (clause, None) if clause is not None else (None, tree)
+
+
+# What a term costs per row, roughly: SQLite checks ``and`` clauses in order, so the cheap
+# ones go first and the JSON parses and regular expressions see fewer rows.
+COSTS = {"column": 0, "tags": 1, "metric": 2, "peak": 2, "steps": 2, "severity": 2, "shape": 4}
+
+
+def _cost(node: Any) -> int:
+    if isinstance(node, Term):
+        return COSTS.get(node.field.source[0], 5) + (2 if node.op == "~" else 0)
+    if isinstance(node, Not):
+        return _cost(node.part)
+    return max(_cost(p) for p in node.parts)
 
 
 def matching_ids(session: Session, clause: ColumnElement[bool] | None) -> list[int]:
@@ -85,6 +99,8 @@ def _value(field: Field) -> ColumnElement | None:
         return _stat(rest[0], rest[1])
     if kind == "peak":
         return func.coalesce(*(_stat(m, "max") for m in MEMORY_METRICS))
+    if kind == "severity":
+        return _worst_severity()
     if kind == "steps":
         return select(func.max(SeriesRow.last_step)).where(
             SeriesRow.run_id == Run.id).scalar_subquery()
@@ -94,6 +110,15 @@ def _value(field: Field) -> ColumnElement | None:
             return path.as_float()
         return path.as_boolean() if field.kind == FLAG else path.as_string()
     return None
+
+
+def _worst_severity() -> ColumnElement:
+    """The run's worst finding, by rank in one subquery on the run's findings (asking for each
+    severity in turn lets SQLite scan the severity index instead, once per run)."""
+    ranks = dict(enumerate(SEVERITIES, start=1))
+    rank = case({s: r for r, s in ranks.items()}, value=FindingRow.severity, else_=0)
+    worst = select(func.max(rank)).where(FindingRow.run_id == Run.id).scalar_subquery()
+    return case(ranks, value=worst, else_=None)
 
 
 def _stat(metric: str, stat: str) -> ColumnElement:
