@@ -164,7 +164,7 @@ class MainWindow(QMainWindow):
         self.empty.sig_samples_requested.connect(self.load_samples)
         compare = compare_for(s, self.settings)  # the summary views select and filter runs
         compare.sig_select_requested.connect(self.runs_panel.select_ids)
-        compare.sig_filter_requested.connect(self.runs_panel.filter_edit.setText)
+        compare.sig_filter_requested.connect(self._filter_runs)
 
     # ---- Window state
 
@@ -227,6 +227,10 @@ class MainWindow(QMainWindow):
             self.actions_[action_id].setEnabled(selected)
         for action_id in NEED_RUNS:
             self.actions_[action_id].setEnabled(self.central.currentWidget() is self.splitter)
+
+    def _filter_runs(self, query: str) -> None:
+        self.runs_panel.filter_edit.setText(query)
+        self.runs_panel.filter_edit.home(False)  # a long query reads from its start
 
     def _on_ingest_started(self, _paths: list[str]) -> None:
         self.panels["ingest"].show()

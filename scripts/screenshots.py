@@ -268,11 +268,12 @@ def shoot_compare(app, window, home: Path) -> None:
     from desktop.compare_services import compare_for
     from desktop.presenters.groups import Grouping
     from tests.producers import train_hf
+    from tracker.record import HFCallback
 
     runs = [train_hf(home / "seeds" / f"gpt2-lr{lr}-seed{seed}", steps=60, eval_steps=10,
-                     save_steps=1000, lr=float(lr), seed=seed)
+                     save_steps=1000, lr=float(lr), seed=seed, callbacks=[HFCallback()])
             for lr in ("5e-3", "1e-3") for seed in (1, 2, 3)]
-    ingest_samples(app, window, runs)
+    ingest_samples(app, window, [run / "headroom.jsonl" for run in runs])
     window.resize(*COMPARE_SIZE)
     window.splitter.setSizes([470, COMPARE_SIZE[0] - 470])
     for name in ("ingest", "findings", "watch"):
@@ -290,6 +291,7 @@ def shoot_compare(app, window, home: Path) -> None:
     compare.set_grouping(Grouping())
     if CORPUS.is_dir():
         ingest_samples(app, window, [CORPUS / folder for folder in MEMORY_LOGS])
+        window.panels["ingest"].hide()
     scatter = window.panels["scatter"]
     window.tabs.setCurrentWidget(scatter)
     scatter.colour_combo.setEditText("framework")

@@ -69,8 +69,9 @@ class CompareView(QWidget):
         self._set_headers([f"{g.key} ({g.count})" for g in groups])
         self._fill(rows, highlight=not self.only_differences.isChecked())
         differing = sum(r.differs for r in rows if r.section != "Results")
+        differ = "1 setting differs" if differing == 1 else f"{differing} settings differ"
         self.summary.setText(f"{len(groups)} groups of {len(runs)} runs "
-                             f"({self._compare.grouping.by}) · {differing} settings differ")
+                             f"({self._compare.grouping.by}) · {differ}")
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

@@ -19,7 +19,7 @@ from desktop.presenters.plot_data import colour
 from desktop.views.plotting import pg
 
 GREY = QColor(150, 160, 170, 70)
-KEPT = QColor("#4e79a7")
+KEPT = QColor("#323f4b")  # the runs inside every brush (selected runs take their plot colour)
 GRAB = 0.25  # how near an axis (in axis spacings) a drag must start to brush it
 BRUSH_HALF_WIDTH = 0.07
 

@@ -35,6 +35,7 @@ from desktop.sizing_services import sizing_for
 SELECT_RUNS = "Ingest runs to compare their results."
 BRUSH_DELAY_MS = 250
 DEFAULTS = ("seq_len", "peak_gib", "method")
+MISSING_COLOUR = "#9aa5b1"
 
 
 class ScatterPanel(QWidget):
@@ -192,7 +193,8 @@ class ScatterPanel(QWidget):
             self.note.setText(f"Cannot plot that: {err}")
             return
         self.stack.setCurrentWidget(self.scatter_view.widget)
-        self.scatter_view.draw(found, _colours(found))
+        colours, key = _colours(found)
+        self.scatter_view.draw(found, colours, key)
         self._apply_log()
         self.note.setText(_scatter_note(found))
 
@@ -249,22 +251,24 @@ def _combo(default: str) -> QComboBox:
     return combo
 
 
-def _colours(found: scatter.Scatter) -> list[str]:
-    """Each point's colour: by category for text, from light to dark for numbers."""
+def _colours(found: scatter.Scatter) -> tuple[list[str], dict[str, str]]:
+    """Each point's colour (by category for text, light to dark for numbers), and the key."""
     values = [p.colour_value for p in found.points]
-    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    if numbers and len(numbers) == len([v for v in values if v is not None]):
-        low, high = min(numbers), max(numbers)
-        return [_ramp(None if v is None else (v - low) / ((high - low) or 1)) for v in values]
-    categories = list(dict.fromkeys(str(v) for v in values if v is not None))
-    return [PALETTE[categories.index(str(v)) % len(PALETTE)] if v is not None else "#9aa5b1"
-            for v in values]
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        low, high = min(present), max(present)
+        ramp = [_ramp(None if v is None else (v - low) / ((high - low) or 1)) for v in values]
+        return ramp, {f"{found.colour} {low:.4g}": _ramp(0.0),
+                      f"{found.colour} {high:.4g}": _ramp(1.0)}
+    categories = list(dict.fromkeys(str(v) for v in present))[:len(PALETTE)]
+    key = {c: PALETTE[i] for i, c in enumerate(categories)}
+    return [key.get(str(v), MISSING_COLOUR) for v in values], key
 
 
 def _ramp(t: float | None) -> str:
     """Light blue to dark blue (grey for a missing value)."""
     if t is None:
-        return "#9aa5b1"
+        return MISSING_COLOUR
     start, end = (198, 219, 239), (8, 48, 107)
     r, g, b = (round(s + (e - s) * t) for s, e in zip(start, end, strict=True))
     return f"#{r:02x}{g:02x}{b:02x}"

@@ -28,7 +28,8 @@ class ScatterPlot(QObject):
         self.points: pg.ScatterPlotItem | None = None
         self.curves: dict[str, pg.PlotDataItem] = {}
 
-    def draw(self, found: Scatter, colours: list[str]) -> None:
+    def draw(self, found: Scatter, colours: list[str], key: dict[str, str] | None = None) -> None:
+        """The points in ``colours``; ``key`` names what each colour means in the legend."""
         self.plot.clear()
         self.legend.clear()
         self.curves = {}
@@ -41,6 +42,9 @@ class ScatterPlot(QObject):
             tip=lambda x, y, data: f"{names[data]}\n{found.x}: {x:.4g}\n{found.y}: {y:.4g}")
         self.points.sigClicked.connect(self._on_click)
         self.plot.addItem(self.points)
+        for name, colour in (key or {}).items():
+            sample = pg.ScatterPlotItem(size=SIZE, brush=pg.mkBrush(colour), pen=None)
+            self.legend.addItem(sample, name)
         if found.model is not None:
             self._draw_model(found.model)
 
