@@ -24,6 +24,7 @@ import re
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 OPERATORS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
              ast.GtE: ">=", ast.In: "in", ast.NotIn: "not in"}
@@ -97,15 +98,15 @@ def parse(text: str) -> Node:
     return _Reader(_indent(line)).node(tree.body)
 
 
-def compares(node: Node) -> Iterator[Compare]:
-    """Every comparison in the tree, left to right."""
-    if isinstance(node, Compare):
-        yield node
-    elif isinstance(node, Not):
-        yield from compares(node.part)
-    else:
+def leaves(node: Any) -> Iterator[Any]:
+    """The comparisons of a tree (or whatever a caller put in their place), left to right."""
+    if isinstance(node, Not):
+        yield from leaves(node.part)
+    elif isinstance(node, (All, Either)):
         for part in node.parts:
-            yield from compares(part)
+            yield from leaves(part)
+    else:
+        yield node
 
 
 def _indent(line: str) -> int:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from core.query import All, Compare, Either, Not, QueryError, parse
+from core.query import All, Compare, Either, Not, QueryError, leaves, parse
 from tracker.db.runs import RunSummary
 from tracker.fields import ANY, FLAG, LIST, NUMBER, TEXT, TIME, Extras, Field, resolve
 
@@ -65,7 +65,7 @@ class Query:
 
     @property
     def terms(self) -> list[Term]:
-        return list(terms(self.tree))
+        return list(leaves(self.tree))
 
     @property
     def needs_extras(self) -> bool:
@@ -97,17 +97,6 @@ def select(store: Store, query: Query) -> list[int]:
         extras = sql.extras(session, ids) if query.needs_extras else {}
     runs = store.runs(ids)
     return [r.id for r in runs if _holds(rest, r, extras.get(r.id))]
-
-
-def terms(node: Any) -> Iterator[Term]:
-    """The terms of a compiled tree, left to right."""
-    if isinstance(node, Term):
-        yield node
-    elif isinstance(node, Not):
-        yield from terms(node.part)
-    else:
-        for part in node.parts:
-            yield from terms(part)
 
 
 def _bind(node: Any, metrics: list[str]) -> Any:
