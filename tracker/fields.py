@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
+from core.metrics import MEMORY_COUNTERS
 from core.query import Compare, QueryError, Ref, parse
 from core.shape import RunShape
 from tracker.db.runs import RunSummary
@@ -30,7 +31,7 @@ TEXT, NUMBER, FLAG, LIST, TIME, ANY = "text", "number", "flag", "list", "time", 
 # Series summaries a query can name after a metric (``loss.last``).
 STATS = ("last", "min", "max", "count", "first_step", "last_step", "first_nonfinite_step")
 # Memory metrics in the order the peak prefers them (allocated is what the calibration fits).
-MEMORY_METRICS = ("mem_peak_gib", "mem_reserved_gib", "mem_used_gib")
+MEMORY_METRICS = tuple(MEMORY_COUNTERS)
 # Summary figures stated once per run that give its duration, in seconds.
 RUNTIME_KEYS = ("train_runtime", "elapsed_s")
 
@@ -64,7 +65,6 @@ COLUMNS: dict[str, tuple[str, str]] = {  # query name -> kind, what it is
     "id": (NUMBER, "the run's id"),
     "name": (TEXT, "the run's name"),
     "format": (TEXT, "the log format it was read from"),
-    "status": (TEXT, "running, finished, crashed, unknown"),
     "source_path": (TEXT, "where the run was read from"),
     "notes": (TEXT, "the user's notes"),
     "started_at": (TIME, "when the run started (compare with a date: \"2024-05-01\")"),
@@ -115,6 +115,8 @@ def _named(name: str) -> Field | None:
     if name in COLUMNS:
         kind, doc = COLUMNS[name]
         return Field(name, kind, ("column", name), doc)
+    if name == "status":
+        return Field(name, TEXT, ("status",), "finished, crashed, running, crashed? or unknown")
     if name == "tags":
         return Field(name, LIST, ("tags",), "the run's tags")
     if name == "severity":
@@ -159,7 +161,7 @@ def _kind(hint: Any) -> str:
 
 def names(metrics: Iterable[str] = ()) -> list[str]:
     """Every field name a query can use, for completion: ``metrics`` adds their summaries."""
-    out = [*COLUMNS, "tags", "severity", *ALIASES, *shape_kinds()]
+    out = [*COLUMNS, "status", "tags", "severity", *ALIASES, *shape_kinds()]
     for metric in sorted(set(metrics)):
         base = metric if metric.isidentifier() else f'metrics["{metric}"]'
         out += [f"{base}.{stat}" for stat in ("last", "min", "max")]
@@ -223,6 +225,7 @@ def _column(run: RunSummary, rest: tuple[str, ...], _extras: Extras) -> Any:
 
 _READERS: dict[str, Callable[[RunSummary, tuple[str, ...], Extras], Any]] = {
     "column": _column,
+    "status": lambda run, _rest, _extras: str(run.status),
     "tags": lambda run, _rest, _extras: list(run.tags),
     "severity": lambda run, _rest, _extras: run.severity,
     "shape": lambda run, rest, _extras: getattr(run.shape, rest[0]),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,8 @@ from tracker.fields import ANY, FLAG, LIST, NUMBER, TEXT, TIME, Extras, Field, r
 
 if TYPE_CHECKING:
     from tracker.store import Store
+
+Live = Callable[[list[RunSummary]], object]
 
 ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 # The operators each kind of field takes.
@@ -85,18 +87,33 @@ def compile(text: str, metrics: Iterable[str] = ()) -> Query:  # noqa: A001 (re.
     return Query(text, _bind(parse(text), metrics))
 
 
-def select(store: Store, query: Query) -> list[int]:
-    """Ids of the stored runs that match, newest first: SQL where it can, Python for the rest."""
+def select(store: Store, query: Query, live: Live | None = None) -> list[int]:
+    """Ids of the stored runs that match, newest first: SQL where it can, Python for the rest.
+
+    ``live`` sets the status each run shows (a silent running run is "crashed?") on the runs
+    Python checks; SQL answers only for the statuses a log states itself.
+    """
+    return [r if isinstance(r, int) else r.id for r in _select(store, query, live, False)]
+
+
+def select_runs(store: Store, query: Query, live: Live | None = None) -> list[RunSummary]:
+    """The summaries of the runs that match, newest first, as ``live`` shows them."""
+    return _select(store, query, live, True)
+
+
+def _select(store: Store, query: Query, live: Live | None, summaries: bool) -> list:
     from tracker.db import query as sql
 
     with store.session() as session:
         clause, rest = sql.split(query.tree, session.get_bind().dialect.name)
         ids = sql.matching_ids(session, clause)
-        if rest is None or not ids:
+        if (rest is None and not summaries) or not ids:
             return ids
-        extras = sql.extras(session, ids) if query.needs_extras else {}
+        extras = sql.extras(session, ids) if rest is not None and query.needs_extras else {}
     runs = store.runs(ids)
-    return [r.id for r in runs if _holds(rest, r, extras.get(r.id))]
+    if live is not None:
+        live(runs)
+    return runs if rest is None else [r for r in runs if _holds(rest, r, extras.get(r.id))]
 
 
 def _bind(node: Any, metrics: list[str]) -> Any:

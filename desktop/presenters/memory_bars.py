@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from core.calibration import Calibrated
 from core.gpus import GPU
 from core.memory import COMPONENTS, GIB, Setup
+from core.metrics import MARGINS
 from core.planner import Plan
 from core.sizing import Check, Sizer
 
@@ -23,7 +24,6 @@ LABELS = {"weights": "Weights", "gradients": "Gradients", "optimizer": "Optimize
 COLOURS = {"weights": "#4e79a7", "gradients": "#f28e2b", "optimizer": "#e15759",
            "activations": "#59a14f", "logits": "#76b7b2", "kv_cache": "#b07aa1",
            "overhead": "#9c755f", "runtime": "#bab0ac"}
-MARGINS = (0.15, 0.20)  # the seed article: leave 15-20 % free
 MAX_RECOMMENDED = 6  # bars when Headroom picks the GPUs: the best plan on each of a few models
 
 

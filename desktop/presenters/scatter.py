@@ -24,6 +24,7 @@ from core.calibration import Calibration
 from core.gpus import find
 from core.memory import GIB, SetupError, estimate
 from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
+from core.metrics import MEMORY_COUNTERS
 from core.models import ModelError
 from core.sizing import Sizer
 from tracker.db.runs import RunSummary
@@ -34,7 +35,6 @@ KNOBS = {"seq_len": "seq_len", "micro_batch": "micro_batch", "lora_rank": "lora_
 # Memory fields on y, and the counter each reads (None: the counter of the run's own peak).
 PEAKS: dict[str, str | None] = {"peak_gib": None, "mem_peak_gib.max": "allocated",
                                 "mem_reserved_gib.max": "reserved", "mem_used_gib.max": "device"}
-COUNTERS = dict(zip(MEMORY_METRICS, ("allocated", "reserved", "device"), strict=True))
 SUMMARIES = ("final_loss", "best_eval", "peak_gib", "tokens_per_s", "mfu", "gpu_hours", "steps",
              "min_loss")
 NUMERIC_SHAPE = ("seq_len", "micro_batch", "global_batch", "grad_accum", "lora_rank", "n_gpus",
@@ -183,7 +183,7 @@ def knob_grid(values: Iterable[float]) -> np.ndarray:
 
 def _peak_counter(run: RunSummary) -> str:
     """The counter of the metric ``peak_gib`` reads for this run (allocated when none)."""
-    return next((COUNTERS[m] for m in MEMORY_METRICS if run.stat(m, "max") is not None),
+    return next((MEMORY_COUNTERS[m] for m in MEMORY_METRICS if run.stat(m, "max") is not None),
                 "allocated")
 
 

@@ -19,9 +19,10 @@ from desktop.presenters import (
     run_columns,
     shape_fields,
 )
-from tracker.db.runs import RunSummary, SeriesInfo
+from tracker.db.runs import RunSummary
 from tracker.fields import peak_gib
 from tracker.ingest import FileResult, IngestReport
+from tracker.model import SeriesInfo
 
 
 def _series(name, steps, values, walls=None):
@@ -158,7 +159,8 @@ def _summary(run_id=1, **kw):
 
 
 def _info(name, last=None, minimum=None, maximum=None, last_step=100):
-    return SeriesInfo(1, name, name, 10, 0, last_step, minimum, maximum, last, None)
+    return SeriesInfo(10, 0, last_step, minimum, maximum, last, None, id=1, name=name,
+                      original_name=name)
 
 
 def test_columns_read_summaries_without_points():

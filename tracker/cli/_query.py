@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tracker.cli._output import fail, print_json, print_table
@@ -25,19 +26,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--group-by", metavar="FIELD", help=GROUP_HELP)
 
 
-def selected_runs(store: Store, where: str | None) -> list[RunSummary]:
-    """Every run, or those ``where`` matches (a malformed query fails in one line)."""
+def selected_runs(store: Store, where: str | None,
+                  live: Callable[[list[RunSummary]], object]) -> list[RunSummary]:
+    """Every run, or those ``where`` matches (a malformed query fails in one line), with
+    their status as ``live`` shows it (a silent running run is "crashed?")."""
     from core.query import QueryError
     from tracker import query
 
     if not where:
-        return store.runs()
+        runs = store.runs()
+        live(runs)
+        return runs
     try:
         compiled = query.compile(where, store_metrics(store))
     except QueryError as err:
         fail(f"--where: {err}")
-    ids = query.select(store, compiled)
-    return store.runs(ids) if ids else []
+    return query.select_runs(store, compiled, live)
 
 
 def print_groups(store: Store, runs: list[RunSummary], text: str, as_json: bool) -> int:

@@ -42,7 +42,8 @@ def split(tree: Any, dialect: str) -> tuple[ColumnElement[bool] | None, Any]:
 
 # What a term costs per row, roughly: SQLite checks ``and`` clauses in order, so the cheap
 # ones go first and the JSON parses and regular expressions see fewer rows.
-COSTS = {"column": 0, "tags": 1, "metric": 2, "peak": 2, "steps": 2, "severity": 2, "shape": 4}
+STATED = {"finished", "crashed"}
+COSTS = {"column": 0, "status": 0, "tags": 1, "metric": 2, "peak": 2, "steps": 2, "severity": 2, "shape": 4}
 
 
 def _cost(node: Any) -> int:
@@ -84,6 +85,8 @@ def _term(term: Term, dialect: str) -> ColumnElement[bool] | None:
     source = term.field.source
     if source[0] == "tags":
         return _tags(term, dialect)
+    if source[0] == "status":
+        return _status(term)
     value = _value(term.field)
     if value is None:
         return None
@@ -149,6 +152,15 @@ def _regexp(value: ColumnElement, pattern: str, dialect: str) -> ColumnElement[b
     if dialect == "sqlite":
         return value.regexp_match(f"(?i){pattern}")
     return value.regexp_match(pattern, flags="i")
+
+
+def _status(term: Term) -> ColumnElement[bool] | None:
+    """Finished and crashed are what a log states, so the stored column answers; running,
+    crashed? and unknown depend on how long ago the log grew, which Python decides."""
+    values = term.value if isinstance(term.value, tuple) else (term.value,)
+    if term.op not in ("==", "!=", "in", "not in") or not set(values) <= STATED:
+        return None
+    return _compare(Run.status, term.op, term.value, "")
 
 
 def _tags(term: Term, dialect: str) -> ColumnElement[bool]:
