@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
 
@@ -185,13 +186,17 @@ class Settings:
         self._q.setValue("sizing/gpus", list(names))
 
     @property
-    def sizing_tokens(self) -> float:
-        """The token budget the wizard's plans were last timed for."""
-        return float(self._q.value("sizing/tokens", 10e9))
+    def sizing_choices(self) -> dict[str, Any]:
+        """The wizard's last model and training choices (names of ``Draft`` fields; {}: none)."""
+        try:
+            value = json.loads(str(self._q.value("sizing/choices", "{}")))
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
 
-    @sizing_tokens.setter
-    def sizing_tokens(self, tokens: float) -> None:
-        self._q.setValue("sizing/tokens", float(tokens))
+    @sizing_choices.setter
+    def sizing_choices(self, values: dict[str, Any]) -> None:
+        self._q.setValue("sizing/choices", json.dumps(values))
 
 
 def _strings(value: object) -> list[str]:
