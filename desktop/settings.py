@@ -77,6 +77,39 @@ class Settings:
     def log_y(self, on: bool) -> None:
         self._q.setValue("plots/log_y", bool(on))
 
+    # ---- Comparing runs
+
+    @property
+    def grouping(self) -> dict[str, object]:
+        """How the plots group runs: ``by`` (a field or ``name~pattern``), stat, band, members."""
+        return {"by": str(self._q.value("groups/by", "")),
+                "stat": str(self._q.value("groups/stat", "mean")),
+                "band": str(self._q.value("groups/band", "std")),
+                "members": self._q.value("groups/members", False, bool)}
+
+    @grouping.setter
+    def grouping(self, values: dict[str, object]) -> None:
+        for key, value in values.items():
+            self._q.setValue(f"groups/{key}", value)
+
+    @property
+    def saved_filters(self) -> dict[str, str]:
+        """Queries the user saved in the runs panel, by the name they gave them."""
+        try:
+            saved = json.loads(str(self._q.value("filters/saved", "{}")))
+        except ValueError:
+            return {}
+        return {str(k): str(v) for k, v in saved.items()} if isinstance(saved, dict) else {}
+
+    def save_filter(self, name: str, query: str | None) -> None:
+        """Remember ``query`` as ``name`` (None forgets it); names may hold any character."""
+        saved = self.saved_filters
+        if query is None:
+            saved.pop(name, None)
+        else:
+            saved[name] = query
+        self._q.setValue("filters/saved", json.dumps(saved))
+
     # ---- Files
 
     @property

@@ -69,6 +69,7 @@ def main() -> None:
     shoot_sizing(app, window)
     shoot_live(app, window, Path(home))
     shoot_team(app, window)
+    shoot_compare(app, window, Path(home))
     window.close()
 
 
@@ -282,6 +283,60 @@ def shoot_team(app, window) -> None:
         window.team.use_local()
     finally:
         cluster.stop()
+
+
+COMPARE_SHOTS = {"groups", "compare-groups", "scatter", "parallel"}
+COMPARE_SIZE = (1280, 800)
+
+
+def shoot_compare(app, window, home: Path) -> None:
+    """Three seeds x two learning rates of a tiny GPT-2 really trained here, grouped by a pattern
+    over their names (mean and std band, members faint, the groups table, the Compare tab); the
+    Scatter tab on the corpus runs that record memory, the model's curves for the FSDP sample;
+    parallel coordinates with a brush on the memory peak, the runs table filtered by it."""
+    if ONLY and not ONLY & COMPARE_SHOTS:
+        return
+    from desktop.compare_services import compare_for
+    from desktop.presenters.groups import Grouping
+    from tests.producers import train_hf
+    from tracker.record import HFCallback
+
+    runs = [train_hf(home / "seeds" / f"gpt2-lr{lr}-seed{seed}", steps=60, eval_steps=10,
+                     save_steps=1000, lr=float(lr), seed=seed, callbacks=[HFCallback()])
+            for lr in ("5e-3", "1e-3") for seed in (1, 2, 3)]
+    ingest_samples(app, window, [run / "headroom.jsonl" for run in runs])
+    window.resize(*COMPARE_SIZE)
+    window.splitter.setSizes([470, COMPARE_SIZE[0] - 470])
+    for name in ("ingest", "findings", "watch"):
+        window.panels[name].hide()
+    compare = compare_for(window.services)
+    compare.set_grouping(Grouping(by=r"name~-seed\d+", members=True))
+    select(app, window, [run.name for run in runs])
+    window.tabs.setCurrentWidget(window.panels["plots"])
+    window.panels["plots"].set_metrics(["loss", "grad_norm"])
+    settle(app, 2000)
+    shoot(app, window, "groups")
+    window.tabs.setCurrentWidget(window.panels["compare"])
+    settle(app, 1500)
+    shoot(app, window, "compare-groups")
+    compare.set_grouping(Grouping())
+    if CORPUS.is_dir():
+        ingest_samples(app, window, [CORPUS / folder for folder in MEMORY_LOGS])
+        window.panels["ingest"].hide()
+    scatter = window.panels["scatter"]
+    window.tabs.setCurrentWidget(scatter)
+    scatter.colour_combo.setEditText("framework")
+    select(app, window, [FSDP])
+    settle(app, 4000)  # the calibration is fitted in the background
+    shoot(app, window, "scatter")
+    scatter.parallel_button.click()
+    settle(app, 1500)
+    view = scatter.parallel_view
+    peak = [a.field for a in view.lines.axes].index("peak_gib")
+    view.set_brush(peak, 0.45, 1.0)
+    settle(app, 1500)
+    shoot(app, window, "parallel")
+    window.resize(*SIZE)
 
 
 def select(app, window, names: list[str]) -> None:

@@ -20,6 +20,7 @@ from desktop.presenters import (
     shape_fields,
 )
 from tracker.db.runs import RunSummary
+from tracker.fields import peak_gib
 from tracker.ingest import FileResult, IngestReport
 from tracker.model import SeriesInfo
 
@@ -182,8 +183,8 @@ def test_columns_read_summaries_without_points():
 def test_peak_memory_prefers_allocated():
     both = _summary(series={"mem_peak_gib": _info("mem_peak_gib", maximum=58.0),
                             "mem_reserved_gib": _info("mem_reserved_gib", maximum=66.0)})
-    assert run_columns.peak_memory(both) == 58.0
-    assert run_columns.peak_memory(_summary()) is None
+    assert peak_gib(both) == 58.0
+    assert peak_gib(_summary()) is None
 
 
 def test_model_label():

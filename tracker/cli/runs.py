@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from tracker.cli import _query
 from tracker.cli._output import open_store, print_json, print_table
 
 
 def add_parser(sub, parents) -> None:
     p = sub.add_parser("runs", parents=parents, help="list stored runs")
     p.add_argument("--json", action="store_true", help="print as JSON")
+    _query.add_arguments(p)
     p.add_argument("--stale-after", type=float, metavar="S", default=None,
                    help="a running run silent this many seconds is shown as crashed? (600)")
     p.set_defaults(handler=run)
@@ -21,9 +23,12 @@ def run(args: argparse.Namespace) -> int:
     from core.status import STALE_AFTER_S
     from tracker import liveness
 
-    runs = open_store(args.db).runs()
     stale = STALE_AFTER_S if args.stale_after is None else args.stale_after
-    liveness.apply(runs, datetime.now(UTC), stale)
+    store = open_store(args.db)
+    runs = _query.selected_runs(store, args.where,
+                                lambda found: liveness.apply(found, datetime.now(UTC), stale))
+    if args.group_by:
+        return _query.print_groups(store, runs, args.group_by, args.json)
     if args.json:
         print_json([_as_dict(r) for r in runs])
         return 0
@@ -46,6 +51,8 @@ def _peak(run) -> float | None:
 
 
 def _as_dict(run) -> dict:
+    from tracker.fields import summary_values
+
     return {
         "id": run.id,
         "name": run.name,
@@ -54,6 +61,8 @@ def _as_dict(run) -> dict:
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "status": str(run.status),
         "tags": run.tags,
+        "severity": run.severity,
+        **summary_values(run),
         "shape": run.shape.known(),
         "shape_sources": run.shape.sources,
         "metrics": {
