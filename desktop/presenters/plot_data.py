@@ -140,6 +140,7 @@ class Curve:
     bad_y: np.ndarray  # ...marked: at the last finite value before them
     tip: str = ""  # the run's full name and where it was read from
     width: float | None = None  # a stroke width of its own (None: the panel's)
+    listed: bool = True  # named in the legend (a group's faded members are not)
 
     @property
     def shown(self) -> np.ndarray:

@@ -6,7 +6,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTreeView, QVBoxLayout, QWidget
 
+from desktop.compare_services import compare_for
 from desktop.presenters import compare
+from desktop.presenters.plot_data import colour
 from desktop.services import AppServices
 
 SELECT_TWO = "Select two or more runs to compare their settings."
@@ -35,6 +37,8 @@ class CompareView(QWidget):
         layout.addWidget(self.tree)
         services.sig_selection_changed.connect(self.refresh)
         services.sig_runs_changed.connect(self.refresh)
+        self._compare = compare_for(services)
+        self._compare.sig_grouping_changed.connect(self.refresh)
 
     def refresh(self) -> None:
         """Rebuild the table; while the tab is hidden, only note that it is out of date."""
@@ -48,11 +52,27 @@ class CompareView(QWidget):
             self.summary.setText(SELECT_TWO)
             return
         table = [compare.CompareRun(r, self._services.config(r.id)) for r in runs]
+        groups = self._compare.groups([r.id for r in runs])
+        if len(groups) > 1:
+            self._compare_groups(groups, {c.summary.id: c for c in table})
+            return
         rows = compare.compare(table, self.only_differences.isChecked())
         self._set_headers([r.name for r in runs], [r.colour for r in runs])
         self._fill(rows, highlight=not self.only_differences.isChecked())
         differing = sum(r.differs for r in rows if r.section != "Results")
         self.summary.setText(f"{len(runs)} runs · {differing} settings differ")
+
+    def _compare_groups(self, groups, runs: dict) -> None:
+        """Columns are the groups: results as mean ± std, settings as what members share."""
+        table = [compare.CompareGroup(g, [runs[i] for i in g.run_ids]) for g in groups]
+        rows = compare.compare_groups(table, self.only_differences.isChecked())
+        self._set_headers([f"{g.key} ({g.count})" for g in groups],
+                          [colour(i) for i in range(len(groups))])
+        self._fill(rows, highlight=not self.only_differences.isChecked())
+        differing = sum(r.differs for r in rows if r.section != "Results")
+        differ = "1 setting differs" if differing == 1 else f"{differing} settings differ"
+        self.summary.setText(f"{len(groups)} groups of {len(runs)} runs "
+                             f"({self._compare.grouping.by}) · {differ}")
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -61,10 +81,10 @@ class CompareView(QWidget):
 
     def _set_headers(self, names: list[str], colours: list[str]) -> None:
         self.model.setHorizontalHeaderLabels(["Setting", *names])
-        for i, colour in enumerate(colours):
+        for i, shade in enumerate(colours):
             # Not horizontalHeaderItem(): a wrapper of an item the model made goes stale when
             # the model replaces it, and PySide then crashes freeing a new item at that address.
-            self.model.setHeaderData(i + 1, Qt.Orientation.Horizontal, QBrush(QColor(colour)),
+            self.model.setHeaderData(i + 1, Qt.Orientation.Horizontal, QBrush(QColor(shade)),
                                      Qt.ItemDataRole.ForegroundRole)
         self.tree.setColumnWidth(0, 240)
         metrics = self.tree.fontMetrics()

@@ -20,6 +20,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
 
 from desktop.presenters import formatting as fmt
+from desktop.presenters.groups import envelope
 from desktop.presenters.plot_data import Band, Curve, Panel
 from desktop.presenters.plot_ranges import y_limits
 from desktop.views.plot_overlays import PlotOverlays
@@ -28,6 +29,7 @@ from desktop.views.plotting import pg
 AXIS_WIDTH = 62  # the same for every panel, so the grid's plots line up
 RAW_ALPHA = 70
 BAND_ALPHA, BAND_EDGE_ALPHA = 46, 90
+BAND_BUCKETS = 1500  # a band's resolution across the view
 FADED_ALPHA = 45  # the other runs' curves while one run is highlighted
 NAN_COLOUR = "#c62828"
 MAX_SYMBOLS = 2000  # overlay points get markers only when they are few
@@ -49,7 +51,7 @@ class MetricPlot:
         self.panel: Panel | None = None
         self.items: list[pg.PlotDataItem] = []  # the followed curve of each run, for the legend
         self._drawn: dict[tuple, _CurveItems] = {}  # each curve's items, to extend in place
-        self._bands: list[pg.FillBetweenItem] = []
+        self._bands: list[_BandItems] = []
         self.parked = False
         self.log_y = self.log_x = self.clip = False
         self.auto_y = True  # False once the user zoomed y; a reset gives it back
@@ -128,6 +130,7 @@ class MetricPlot:
         for drawn in self._drawn.values():
             drawn.park(parked)
         if was and not parked:
+            self._follow_bands()
             self.fit_y()
 
     def extend(self, panel: Panel, run_ids: set[int]) -> bool:
@@ -173,8 +176,17 @@ class MetricPlot:
         self.plot.vb.enableAutoRange(y=False)  # pyqtgraph turns it on again: y is fitted here
 
     def _x_changed(self) -> None:
-        if self.auto_y and not self.parked:
+        if self.parked:
+            return
+        self._follow_bands()
+        if self.auto_y:
             self._fit.start()
+
+    def _follow_bands(self) -> None:
+        if self._bands:
+            low, high = (self.data_x(v) for v in self.plot.vb.viewRange()[0])
+            for band in self._bands:
+                band.show(low, high)
 
     def _add_curve(self, curve: Curve, style: _Style) -> None:
         colour = QColor(curve.colour)
@@ -206,16 +218,10 @@ class MetricPlot:
         self._drawn[_key(curve)] = _CurveItems(item, width=width)
 
     def _add_band(self, band: Band) -> None:
-        edge, fill = QColor(band.colour), QColor(band.colour)
-        edge.setAlpha(BAND_EDGE_ALPHA)
-        fill.setAlpha(BAND_ALPHA)
-        low = _line(band.x, band.low, pen=pg.mkPen(edge, width=1))
-        high = _line(band.x, band.high, pen=pg.mkPen(edge, width=1))
-        shade = pg.FillBetweenItem(low, high, brush=pg.mkBrush(fill))
-        for item in (low, high, shade):
-            item.setZValue(-10)
+        items = _BandItems(band)
+        for item in (items.low, items.high, items.fill):
             self.plot.addItem(item)
-        self._bands.append(shade)
+        self._bands.append(items)
 
     def _add_resume(self, x: float, colour: str, label: bool) -> None:
         line = pg.InfiniteLine(
@@ -246,6 +252,34 @@ class CompactAxis(pg.AxisItem):
             return [(float(step), [float(v) for v in decades[::step]])]
         ticks = [v + math.log10(m) for v in range(low, high + 1) for m in (1, 2, 5)]
         return [(None, [t for t in ticks if minVal <= t <= maxVal])]
+
+
+class _BandItems:
+    """A shaded band, filled between its edges as the view shows them.
+
+    Filling between two 100,000-point curves costs seconds in Qt; the band is
+    reduced to :data:`BAND_BUCKETS` buckets of the range in view (each the lowest
+    low and highest high of its points) and again after every pan or zoom.
+    """
+
+    def __init__(self, band: Band) -> None:
+        self.band = band
+        edge, fill = QColor(band.colour), QColor(band.colour)
+        edge.setAlpha(BAND_EDGE_ALPHA)
+        fill.setAlpha(BAND_ALPHA)
+        self.low = pg.PlotDataItem(pen=pg.mkPen(edge, width=0.8), antialias=False)
+        self.high = pg.PlotDataItem(pen=pg.mkPen(edge, width=0.8), antialias=False)
+        self.fill = pg.FillBetweenItem(self.low, self.high, brush=pg.mkBrush(fill))
+        for item in (self.low, self.high, self.fill):
+            item.setZValue(-10)
+        if len(band.x):
+            self.show(float(band.x[0]), float(band.x[-1]))  # until the view says
+
+    def show(self, start: float, stop: float) -> None:
+        band = self.band
+        x, low, high = envelope(band.x, band.low, band.high, start, stop, BAND_BUCKETS)
+        self.low.setData(x, low, connect="finite")
+        self.high.setData(x, high, connect="finite")
 
 
 class _Line(pg.PlotDataItem):

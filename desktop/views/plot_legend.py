@@ -41,7 +41,7 @@ class PlotLegend(QLabel):
         panels = sorted(spec.panels if spec else [], key=lambda p: bool(p.bands))
         for panel in panels:  # a run's name from a panel of its own curves, if it has one
             for curve in panel.curves:
-                if not curve.overlay and curve.run_id not in entries:
+                if curve.listed and not curve.overlay and curve.run_id not in entries:
                     entries[curve.run_id] = (curve.run_id, curve.label, curve.colour, curve.tip)
         self.entries = list(entries.values())
         self._keys = {f"run:{i}": key for i, (key, *_rest) in enumerate(self.entries)}

@@ -1,4 +1,4 @@
-"""The plots' toolbar: metrics, the x axis (linear or log), smoothing, columns, export.
+"""The plots' toolbar: metrics, the x axis (linear or log), smoothing, groups, columns, export.
 
 Every choice is remembered in the settings and announced by ``sig_changed`` with
 what changed ("axis", "log_x", "smoothing", "columns").
@@ -87,9 +87,13 @@ class PlotToolbar(QToolBar):
             self.addWidget(widget)
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self.addWidget(spacer)
+        self._spacer = self.addWidget(spacer)
         self.addWidget(self.columns_combo)
         self.addWidget(self.export_button)
+
+    def add_tool(self, widget: QWidget) -> None:
+        """Another feature's control, after the smoothing (the run groups' button)."""
+        self.insertWidget(self._spacer, widget)
 
     # ---- What is chosen
 

@@ -35,6 +35,7 @@ from desktop.presenters.plot_marks import Focus
 from desktop.services import AppServices, series_version
 from desktop.settings import Settings
 from desktop.views import plot_focus, scene_export
+from desktop.views.group_plot import GroupPlot
 from desktop.views.plot_legend import PlotLegend
 from desktop.views.plot_toolbar import EXPORTS, PlotToolbar
 
@@ -69,6 +70,8 @@ class PlotsPanel(QWidget):
         self.toolbar.sig_export.connect(self.export_dialog)
         self.toolbar.metrics_menu.aboutToShow.connect(self._fill_metrics_menu)
         self.legend = PlotLegend(self.highlight)
+        self.groups = GroupPlot(services, settings, self.rebuild, self)  # bands of run groups
+        self.toolbar.add_tool(self.groups.bar)
         self._make_plots()
         self._layout()
         services.sig_selection_changed.connect(self._on_selection)
@@ -217,7 +220,7 @@ class PlotsPanel(QWidget):
                                self.toolbar.smoothing_kind)
         for contributor in self._contributors:
             contributor(spec, runs)
-        return spec
+        return self.groups.apply(spec)
 
     def _show_focus(self, spec: PlotSpec) -> None:
         plot_focus.highlight(self.panels, self._focus)
@@ -358,7 +361,7 @@ class PlotsPanel(QWidget):
     def _extend(self, run_ids: set[int]) -> bool:
         """Give the drawn curves of ``run_ids`` their new points, when nothing else changed."""
         runs, metrics = self._shown_runs(), self.metrics()
-        if self.spec is None or not runs or not metrics:
+        if self.spec is None or not runs or not metrics or self.groups.active:
             return False
         spec = self._build(runs, metrics)
         if (not self._same_layout(spec)

@@ -101,7 +101,7 @@ def jsonl_columns(data: bytes) -> dict[str, Column]:
         raise ReaderError("binary data, not JSON lines")
     check_depth(data)
     if len(data) < SMALL_JSONL:
-        return rows_to_columns(jsonl_rows(data))
+        return _with_lines(rows_to_columns(jsonl_rows(data)), lambda row: jsonl_line(data, row))
     table = _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
