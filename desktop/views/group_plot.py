@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
-from PySide6.QtCore import QObject, QSize, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QLineEdit,
     QMenu,
@@ -31,8 +31,7 @@ from desktop.services import AppServices
 from desktop.settings import Settings
 
 CENTRE_WIDTH = 2.2
-LABEL_CHARS = 18
-MIN_WIDTH = 28
+LABEL_CHARS = 14
 
 
 class GroupPlot(QObject):
@@ -116,12 +115,9 @@ class GroupBar(QToolButton):
         self._typed.setDefaultWidget(self.edit)
         self.setMenu(QMenu(self))
         self.menu().aboutToShow.connect(self._fill)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        # Never squeezed: in a narrow window the tool bar moves it behind its » button.
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.set_grouping(grouping)
-
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
-        """Narrow windows may squeeze the label: the toolbar must not widen the window."""
-        return QSize(MIN_WIDTH, super().minimumSizeHint().height())
 
     def set_grouping(self, grouping: Grouping) -> None:
         self._grouping = grouping

@@ -55,7 +55,8 @@ class PlotToolbar(QToolBar):
             self.kind_combo.addItem(text, key)
         self.kind_combo.setCurrentIndex(max(0, self.kind_combo.findData(settings.smoothing_kind)))
         self.smooth_slider = QSlider(Qt.Orientation.Horizontal, minimum=0,
-                                     maximum=round(MAX_WEIGHT * SLIDER_STEPS), maximumWidth=140)
+                                     maximum=round(MAX_WEIGHT * SLIDER_STEPS), minimumWidth=80,
+                                     maximumWidth=120)
         self.smooth_slider.setValue(round(settings.smoothing * SLIDER_STEPS))
         self.smooth_label = QLabel(minimumWidth=58)
         self.columns_combo = QComboBox(toolTip="Panels side by side")
@@ -80,20 +81,26 @@ class PlotToolbar(QToolBar):
 
     def _layout(self) -> None:
         self.setMovable(False)
+        for combo, chars in ((self.axis_combo, 10), (self.kind_combo, 8)):  # narrow; full popups
+            combo.setMinimumContentsLength(chars)
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.setStyleSheet("QToolBar { border: none; spacing: 4px; }")
-        for widget in (self.metrics_button, QLabel(" X axis"), self.axis_combo, self.log_x_check,
+        self.addWidget(self.metrics_button)
+        self._after_metrics = self.addSeparator()
+        for widget in (QLabel("X axis"), self.axis_combo, self.log_x_check,
                        QLabel("  Smoothing"), self.kind_combo, self.smooth_slider,
                        self.smooth_label):
             self.addWidget(widget)
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self._spacer = self.addWidget(spacer)
+        self.addWidget(spacer)
         self.addWidget(self.columns_combo)
         self.addWidget(self.export_button)
 
     def add_tool(self, widget: QWidget) -> None:
-        """Another feature's control, after the smoothing (the run groups' button)."""
-        self.insertWidget(self._spacer, widget)
+        """Another feature's control, after the metrics (the run groups' button)."""
+        self.insertWidget(self._after_metrics, widget)
 
     # ---- What is chosen
 
