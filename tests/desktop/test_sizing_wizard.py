@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QRect, QSize, Qt
@@ -194,6 +195,37 @@ def test_export_writes_a_report_with_the_chart_and_copy_gives_text(qtbot, wizard
     result.copy_text()
     copied = QGuiApplication.clipboard().text()
     assert "Plans that fit" in copied and MODEL in copied and "|" not in copied
+
+
+def test_the_report_and_config_dialogs_open_where_they_were_last_used(qtbot, wizard, tmp_path,
+                                                                        monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    result = _to_result(qtbot, wizard)
+    reports, models = tmp_path / "reports", tmp_path / "models"
+    reports.mkdir()
+    models.mkdir()
+    asked: list[str] = []
+
+    def save(parent, title, start, kinds):
+        asked.append(start)
+        return str(reports / "plan"), kinds.split(";;")[1]  # no suffix: the HTML filter's
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", save)
+    result._export_dialog()
+    result._export_dialog()
+    assert (reports / "plan.html").is_file()
+    assert Path(asked[0]).parent != reports and Path(asked[1]).parent == reports
+    opened: list[str] = []
+
+    def open_(parent, title, start, kinds):
+        opened.append(start)
+        return str(models / "config.json"), kinds
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", open_)
+    wizard.model_page._browse()
+    wizard.model_page._browse()
+    assert opened[1] == str(models)
 
 
 @pytest.fixture

@@ -42,6 +42,7 @@ from desktop.presenters.sizing_form import (
     parameter_parts,
 )
 from desktop.presenters.sizing_report import hardware_line, setup_line
+from desktop.settings import Settings
 from desktop.sizing_services import RunInputs, SizingServices
 from desktop.views.sizing.page import FIELD_WIDTH, DraftPage, hint_label
 from desktop.widgets.drop import local_paths
@@ -51,10 +52,10 @@ SOURCES_SAID = {"run shape": "Architecture as the run's log states it"}
 
 
 class ModelPage(DraftPage):
-    def __init__(self, draft: Draft, sizing: SizingServices) -> None:
+    def __init__(self, draft: Draft, sizing: SizingServices, settings: Settings) -> None:
         super().__init__(draft, "Model", "What you want to know, and which model will "
                                          "the run train or serve")
-        self._sizing = sizing
+        self._sizing, self._settings = sizing, settings
         self._error = ""
         self._counting = 0  # generation of the config being counted (0: none)
         self._generation = 0
@@ -277,9 +278,11 @@ class ModelPage(DraftPage):
         self.refresh()
 
     def _browse(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, "A model's config.json", "",
+        name, _ = QFileDialog.getOpenFileName(self, "A model's config.json",
+                                              self._settings.folder_for("model-config"),
                                               "Model config (config.json *.json)")
         if name:
+            self._settings.remember_folder("model-config", str(Path(name).parent))
             self.set_config(name)
 
     def _on_runs(self, runs: list[RunInputs]) -> None:

@@ -19,7 +19,6 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QFileDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -35,6 +34,7 @@ from PySide6.QtWidgets import (
 from core.gpus import catalog
 from core.planner import Plan
 from core.sizing import CardAnswer, Sizer
+from desktop import dialogs
 from desktop.presenters import memory_bars, sizing_plans
 from desktop.presenters.calibration_view import Summary
 from desktop.presenters.sizing_form import BATCHES, SEQUENCES, Draft, stops
@@ -47,6 +47,7 @@ from desktop.presenters.sizing_report import (
     markdown,
     text,
 )
+from desktop.settings import Settings
 from desktop.sizing_services import SizingServices
 from desktop.views.sizing.memory_chart import MemoryChart
 from desktop.views.sizing.page import HINT_STYLE, DraftPage, FittedLabel, hint_label
@@ -58,14 +59,16 @@ FIGURES_WIDTH = 340
 HEADLINE_STYLE = "font-size: 11pt; font-weight: 600; color: #1f2933;"
 
 
+REPORT_KINDS = {"Markdown with a PNG chart (*.md)": ".md", "HTML, one file (*.html)": ".html"}
+
 class ResultPage(DraftPage):
     sig_open_run = Signal(int)
     """A past run the calibrated figure leaned on was clicked."""
 
-    def __init__(self, draft: Draft, sizing: SizingServices) -> None:
+    def __init__(self, draft: Draft, sizing: SizingServices, settings: Settings) -> None:
         super().__init__(draft, "Result", "Memory per GPU, what your runs say, and plans "
                                           "that fit")
-        self._sizing = sizing
+        self._sizing, self._settings = sizing, settings
         self.summary: Summary | None = None
         self.sizer: Sizer | None = None
         self.candidates: list[memory_bars.Candidate] = []  # as asked, or Headroom's picks
@@ -320,14 +323,11 @@ class ResultPage(DraftPage):
         self.status.setText("Copied the report as text")
 
     def _export_dialog(self) -> None:
-        name, chosen = QFileDialog.getSaveFileName(
-            self, "Export the sizing report", str(Path.home() / "sizing-report.md"),
-            "Markdown with a PNG chart (*.md);;HTML, one file (*.html)")
-        if not name:
+        path = dialogs.save_path(self, self._settings, "report", "Export the sizing report",
+                                 "sizing-report.md", list(REPORT_KINDS), next(iter(REPORT_KINDS)),
+                                 list(REPORT_KINDS.values()))
+        if path is None:
             return
-        path = Path(name)
-        if not path.suffix:
-            path = path.with_suffix(".html" if "HTML" in chosen else ".md")
         try:
             self.export(path)
         except OSError as err:

@@ -42,10 +42,10 @@ class SizingWizard(QWizard):
         self.draft.recall(settings.sizing_choices)
         sizing = sizing_for(services)
         sizing.calibration()  # fit now, so it is ready by the last page
-        self.model_page = ModelPage(self.draft, sizing)
+        self.model_page = ModelPage(self.draft, sizing, settings)
         self.training_page = TrainingPage(self.draft)
         self.hardware_page = HardwarePage(self.draft)
-        self.result_page = ResultPage(self.draft, sizing)
+        self.result_page = ResultPage(self.draft, sizing, settings)
         self.ids = {page: self.addPage(page) for page in (
             self.model_page, self.training_page, self.hardware_page, self.result_page)}
         self.result_page.sig_open_run.connect(self.sig_open_run)
