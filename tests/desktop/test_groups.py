@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from desktop.presenters import group_choices
+from desktop.presenters import formatting as fmt
+from desktop.presenters import group_choices, plot_data, plot_readout
 from desktop.presenters.groups import Grouping, aggregate, align, group_panels
 from desktop.presenters.plot_data import build
 from tests.desktop.helpers import ingest_and_wait
@@ -135,6 +138,17 @@ def test_plots_panel_draws_bands_and_names_groups(qtbot, services, settings, gro
         "gpt2-lr5e-3 (3 runs)", "gpt2-lr1e-3 (3 runs)"]
     first = panel.groups._groups[0][0]
     np.testing.assert_allclose(centres[0].getData()[1], first.band.centre)
+    rows, _ = plot_readout.rows(panel.spec.panels[0], float(first.band.x[5]))
+    row = next(r for r in rows if r.label == first.label)  # read out like a run, with its band
+    assert row.value == pytest.approx(first.band.centre[5])
+    assert row.text.endswith(f"({fmt.number(first.band.low[5])}–{fmt.number(first.band.high[5])})")
+    out = io.StringIO()
+    plot_data.write_csv(out, panel.spec)
+    assert f"{first.label},loss," in out.getvalue()
+    panel.toolbar.log_x_check.setChecked(True)  # bands and centres on a log x axis
+    band = panel.panels[0]._bands[0]
+    x = band.low.getData()[0]
+    assert band.low.opts["logMode"][0] and x[-1] == pytest.approx(np.log10(first.band.x[-1]))
     panel.groups.bar.choose("")
     assert not panel.groups.active
     assert len(panel.panels[0].items) == 6  # every run again
