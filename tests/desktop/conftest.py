@@ -46,3 +46,13 @@ def window(qtbot, services, settings):
     qtbot.waitExposed(w)
     return w
 
+
+
+@pytest.fixture
+def details(qtbot, services):
+    from desktop.views.details_panel import DetailsPanel
+
+    panel = DetailsPanel(services)
+    qtbot.addWidget(panel)
+    panel.show()
+    return panel

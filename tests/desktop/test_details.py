@@ -17,14 +17,6 @@ def run_id(qtbot, services, corpus):
     return services.store.find_run(RUN).id
 
 
-@pytest.fixture
-def details(qtbot, services):
-    panel = DetailsPanel(services)
-    qtbot.addWidget(panel)
-    panel.show()
-    return panel
-
-
 def _value_item(panel: DetailsPanel, name: str):
     model = panel.shape.model_
     for g in range(model.rowCount()):

@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt
 
 from desktop import dialogs
 from desktop.presenters import ingest_report
-from desktop.views.details_panel import DetailsPanel
 from tests.desktop.helpers import ingest_and_wait
 from tracker.ingest import FileResult, IngestReport
 
@@ -24,14 +23,6 @@ def swift(qtbot, services, corpus, tmp_path) -> int:
     assert ingest_and_wait(qtbot, services, [folder]).ok
     [run] = services.store.runs()
     return run.id
-
-
-@pytest.fixture
-def details(qtbot, services):
-    panel = DetailsPanel(services)
-    qtbot.addWidget(panel)
-    panel.show()
-    return panel
 
 
 def test_details_list_a_jobs_logs_and_split_one_off(qtbot, services, details, swift):
