@@ -35,8 +35,9 @@ from PySide6.QtWidgets import (
 )
 
 from core.project import ProjectError
+from desktop import dialogs
 from desktop.presenters import project_view as view
-from desktop.presenters.sizing_report import html_page, markdown
+from desktop.presenters.sizing_report import write_report
 from desktop.project_services import project_services_for
 from desktop.services import AppServices
 from desktop.views.project.chart import ProjectChart
@@ -208,8 +209,10 @@ class ProjectWindow(QWidget):
         return True
 
     def _delete(self) -> None:
-        if self.chooser.currentData() is not None:
-            self.projects.delete(self.chooser.currentData())
+        project_id = self.chooser.currentData()
+        if project_id is not None and dialogs.confirm_delete_project(self,
+                                                                     self.chooser.currentText()):
+            self.projects.delete(project_id)
 
     # ---- The plan
 
@@ -329,28 +332,17 @@ class ProjectWindow(QWidget):
         """The project report: HTML with the charts inside, or Markdown with a PNG beside it."""
         if self.planned is None:
             return
-        report = view.blocks(self.planned.plan)
         chart = ProjectChart()
         chart.resize(*REPORT_CHART_SIZE)
         chart.show_variants(list(self.planned.plan.variants))
         png = chart.png()
         chart.deleteLater()
-        if path.suffix.lower() in (".html", ".htm"):
-            path.write_text(html_page(report, png), encoding="utf-8")
-            return
-        image = path.with_name(f"{path.stem}-chart.png")
-        image.write_bytes(png)
-        path.write_text(markdown(report, image.name), encoding="utf-8")
+        write_report(path, view.blocks(self.planned.plan), png)
 
     def _export_dialog(self) -> None:
-        name, chosen = QFileDialog.getSaveFileName(
-            self, "Export the project report", str(Path.home() / "project-report.md"),
-            "Markdown with a PNG chart (*.md);;HTML, one file (*.html)")
-        if not name:
+        path = dialogs.ask_report_path(self, "Export the project report", "project-report")
+        if path is None:
             return
-        path = Path(name)
-        if not path.suffix:
-            path = path.with_suffix(".html" if "HTML" in chosen else ".md")
         try:
             self.export(path)
         except OSError as err:
