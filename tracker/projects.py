@@ -18,10 +18,11 @@ from core.calibration import Calibration
 from core.gpus import GPU, find
 from core.memory import ModelSpec
 from core.memory.from_shape import inputs_from_shape
+from core.metrics import MEMORY_COUNTERS
 from core.pilot import PilotRun, run_checks, throughput_of
 from core.project import Project, ProjectError, loads
 from core.project_plan import Evidence, ProjectPlan, plan_project, stage_status
-from tracker.calibration import COUNTERS, calibrate
+from tracker.calibration import calibrate
 from tracker.db import projects as rows
 from tracker.db.projects import ROLES, Link, StoredProject
 from tracker.store import Store
@@ -146,7 +147,7 @@ def pilot_run(store: Store, item: Link, project: Project) -> PilotRun:
     spec, setup, _ = inputs_from_shape(run.shape)
     rates = _values(store, run.id, "tokens_per_s", run.series)
     tokens_per_s, spread = throughput_of(rates)
-    memory = any((run.stat(name, "max") or 0) > 0 for name in COUNTERS)
+    memory = any((run.stat(name, "max") or 0) > 0 for name in MEMORY_COUNTERS)
     checks = run_checks(_values(store, run.id, "loss", run.series),
                         run.stat("eval_loss", "count") or 0, store.findings(run.id), rates)
     return PilotRun(run.id, run.name, spec, setup, _card(project, item.card or run.shape.gpu_model),

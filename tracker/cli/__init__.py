@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "size": "size",
     "fit": "fit",
     "plan": "plan",
+    "watch": "watch",
 }
 
 
