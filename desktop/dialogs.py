@@ -17,6 +17,8 @@ from core import __version__
 if TYPE_CHECKING:
     from desktop.settings import Settings
 
+REPORT_KINDS = {"Markdown with a PNG chart (*.md)": ".md", "HTML, one file (*.html)": ".html"}
+
 
 def ask_name(parent: QWidget, current: str) -> str | None:
     name, ok = QInputDialog.getText(parent, "Rename run", "Name:", QLineEdit.EchoMode.Normal,
@@ -87,6 +89,24 @@ def problem_report(database: str) -> str:
 
     return report(__version__, database, data_dir() / LOG_FILE,
                   {"PySide6": PySide6.__version__, "pyqtgraph": pyqtgraph.__version__})
+
+
+def confirm_delete_project(parent: QWidget, name: str) -> bool:
+    answer = QMessageBox.question(
+        parent, "Delete project",
+        f"Delete the project {name!r} and its links to runs from the Headroom database?\n\n"
+        "The runs themselves and any TOML file you imported stay.",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Cancel,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def ask_report_path(parent: QWidget, settings: Settings, title: str, stem: str) -> Path | None:
+    """Where to write a report: Markdown (a PNG chart beside it) or one HTML file. The dialog
+    opens where the last report went."""
+    return save_path(parent, settings, "report", title, f"{stem}.md", list(REPORT_KINDS),
+                     next(iter(REPORT_KINDS)), list(REPORT_KINDS.values()))
 
 
 def about(parent: QWidget, database: str) -> None:

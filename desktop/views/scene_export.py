@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QRectF, Qt
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRectF, Qt
 from PySide6.QtGui import QImage, QPainter, QRegion
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
@@ -84,3 +84,12 @@ def _stack(device, parts: list[tuple[QWidget, int]], scale: float) -> None:
             top += height
     finally:
         painter.end()
+
+
+def widget_png(widget: QWidget) -> bytes:
+    """A widget as it looks on screen, as PNG bytes (a report's chart)."""
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    widget.grab().save(buffer, "PNG")
+    return bytes(data.data())

@@ -59,8 +59,6 @@ FIGURES_WIDTH = 340
 HEADLINE_STYLE = "font-size: 11pt; font-weight: 600; color: #1f2933;"
 
 
-REPORT_KINDS = {"Markdown with a PNG chart (*.md)": ".md", "HTML, one file (*.html)": ".html"}
-
 class ResultPage(DraftPage):
     sig_open_run = Signal(int)
     """A past run the calibrated figure leaned on was clicked."""
@@ -323,9 +321,8 @@ class ResultPage(DraftPage):
         self.status.setText("Copied the report as text")
 
     def _export_dialog(self) -> None:
-        path = dialogs.save_path(self, self._settings, "report", "Export the sizing report",
-                                 "sizing-report.md", list(REPORT_KINDS), next(iter(REPORT_KINDS)),
-                                 list(REPORT_KINDS.values()))
+        path = dialogs.ask_report_path(self, self._settings, "Export the sizing report",
+                                       "sizing-report")
         if path is None:
             return
         try:
