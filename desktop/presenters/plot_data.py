@@ -158,6 +158,7 @@ class Band:
     colour: str
     label: str = ""
     run_id: Hashable = None
+    metric: str = ""  # the metric of the curve it spreads ("": its run's only curve)
 
 
 @dataclass
@@ -316,7 +317,8 @@ def _add_family(panel: Panel, run: RunData, place: RunAxis, look: _Look) -> None
     curve.label = f"{look.label} ({len(members)} GPUs)"
     panel.curves.append(curve)
     keep = np.isfinite(x)
-    panel.bands.append(Band(x[keep], low[keep], high[keep], look.colour, curve.label, run.run_id))
+    panel.bands.append(Band(x[keep], low[keep], high[keep], look.colour, curve.label, run.run_id,
+                            panel.metric))
     _add_marks(panel, run, place, look.colour)
 
 

@@ -42,8 +42,8 @@ def _row(panel: Panel, curve, x: float, near: float) -> Row | None:
     text = fmt.number(value)
     if curve.smooth is not None:
         text += f" (raw {fmt.number(float(curve.y[i]))})"
-    band = next((b for b in panel.bands if b.run_id == curve.run_id and b.label == curve.label),
-                None)
+    band = next((b for b in panel.bands if b.run_id == curve.run_id and b.label == curve.label
+                 and b.metric in ("", curve.metric)), None)
     j = nearest(band.x, x) if band is not None else None
     if j is not None:
         text += f" ({fmt.number(float(band.low[j]))}–{fmt.number(float(band.high[j]))})"

@@ -68,7 +68,7 @@ class GroupPlot(QObject):
                 if (curve.band.high > curve.band.low).any():
                     panel.bands.append(plot_data.Band(curve.band.x, curve.band.low,
                                                       curve.band.high, curve.colour,
-                                                      curve.label, _key(curve)))
+                                                      curve.label, _key(curve), curve.metric))
         return spec
 
     def _on_grouping(self, grouping: Grouping) -> None:

@@ -142,6 +142,10 @@ def test_plots_panel_draws_bands_and_names_groups(qtbot, services, settings, gro
     row = next(r for r in rows if r.label == first.label)  # read out like a run, with its band
     assert row.value == pytest.approx(first.band.centre[5])
     assert row.text.endswith(f"({fmt.number(first.band.low[5])}–{fmt.number(first.band.high[5])})")
+    evals = next(c for c in panel.groups._groups[0] if c.overlay and c.key == first.key)
+    rows, _ = plot_readout.rows(panel.spec.panels[0], float(evals.band.x[1]))
+    row = next(r for r in rows if r.label == f"{first.label} · eval_loss")  # its own band
+    assert row.text.endswith(f"({fmt.number(evals.band.low[1])}–{fmt.number(evals.band.high[1])})")
     out = io.StringIO()
     plot_data.write_csv(out, panel.spec)
     assert f"{first.label},loss," in out.getvalue()
