@@ -1,0 +1,130 @@
+"""CUDA's autocast rules on the CPU, so a mixed-precision step keeps what it keeps on a GPU.
+
+The simulation runs on fake CPU tensors (fake CUDA tensors abort the process
+in autograd on a CPU-only torch: autograd asks the CUDA device guard for a
+stream). CPU autocast casts matmuls to 16 bits like CUDA's, but it leaves
+softmax, layer norm and the fp32 math ops alone, where CUDA's autocast runs
+them in fp32: GPT-2's eager softmax then keeps a 4-byte copy on a GPU and a
+2-byte one on the CPU. This module registers CUDA's fp32 and promote
+policies (ATen's ``autocast_mode.cpp`` lists) for the CPU autocast key while
+:func:`cuda_rules` is active; outside it the kernels pass calls through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from functools import cache
+
+# Ops CUDA autocast runs in fp32 (policy "fp32") that CPU autocast leaves alone.
+_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
+         "reciprocal", "rsqrt", "sinh", "tan", "pow.Tensor_Scalar", "pow.Tensor_Tensor",
+         "pow.Scalar", "softplus", "layer_norm", "native_layer_norm", "group_norm",
+         "frobenius_norm.dim", "cosine_similarity", "dist", "pdist", "renorm", "logsumexp")
+# Ops with an optional output dtype that CUDA autocast sets to fp32 ("fp32_set_opt_dtype").
+_FP32_OUT = ("softmax.int", "log_softmax.int", "cumsum", "cumprod", "sum", "sum.dim_IntList",
+             "linalg_vector_norm")
+# Ops that run in the widest input dtype ("promote").
+_PROMOTE = ("addcdiv", "addcmul", "atan2", "cross", "dot", "index_put", "scatter_add")
+
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def cuda_rules() -> Iterator[None]:
+    """While active (in this thread), CPU autocast follows CUDA's fp32 and promote lists."""
+    _registered()
+    before = getattr(_state, "on", False)
+    _state.on = True
+    try:
+        yield
+    finally:
+        _state.on = before
+
+
+@cache
+def _registered():
+    """Register the kernels once per process; they are inert unless :func:`cuda_rules` is on."""
+    import torch
+
+    library = torch.library.Library("aten", "IMPL")
+    for name in _FP32:
+        _impl(library, name, _fp32)
+    for name in _FP32_OUT:
+        _impl(library, name, _fp32_out)
+    for name in _PROMOTE:
+        _impl(library, name, _promote)
+    return library
+
+
+def _impl(library, name: str, policy) -> None:
+    import torch
+
+    base, _, overload = name.partition(".")
+    packet = getattr(torch.ops.aten, base)
+    op = getattr(packet, overload or "default")
+    library.impl(name, _kernel(op, policy), "AutocastCPU")
+
+
+def _kernel(op, policy):
+    import torch
+
+    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
+
+    def kernel(*args, **kwargs):
+        with torch._C._ExcludeDispatchKeyGuard(keys):
+            if getattr(_state, "on", False):
+                args, kwargs = policy(op, args, kwargs)
+            return op(*args, **kwargs)
+
+    return kernel
+
+
+def _is_half(value) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.dtype in (torch.float16, torch.bfloat16)
+
+
+def _cast(value, dtype):
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype \
+            and value.dtype != torch.float64:
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
+def _fp32(op, args, kwargs):
+    import torch
+
+    return _cast(list(args), torch.float32), {k: _cast(v, torch.float32) for k, v in kwargs.items()}
+
+
+def _fp32_out(op, args, kwargs):
+    """Set the output dtype to fp32 unless the caller gave one (CUDA: fp32_set_opt_dtype)."""
+    import torch
+
+    if not args or not _is_half(args[0]):
+        return args, kwargs
+    names = [a.name for a in op._schema.arguments]
+    position = names.index("dtype")
+    if position < len(args):
+        if args[position] is None:
+            args = (*args[:position], torch.float32, *args[position + 1:])
+    elif kwargs.get("dtype") is None:
+        kwargs = {**kwargs, "dtype": torch.float32}
+    return args, kwargs
+
+
+def _promote(op, args, kwargs):
+    import torch
+
+    floats = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)
+              and a.is_floating_point()]
+    if any(t.dtype == torch.float32 for t in floats) and any(_is_half(t) for t in floats):
+        return _fp32(op, args, kwargs)
+    return args, kwargs
