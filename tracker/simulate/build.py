@@ -64,6 +64,7 @@ def build(config: dict[str, Any], setup: Setup, stacks: list[Stack], fake_mode) 
         model.requires_grad_(False)
     with fake_mode:
         model = model.to_empty(device="cpu")
+        _base(model).tie_weights()  # to_empty gives each use of a shared weight its own copy
     head = None
     if setup.fused_loss and setup.training:
         head = _detach_head(_base(model))
@@ -141,10 +142,13 @@ def _quantize(model, setup: Setup) -> None:
     bits = 8 if setup.precision == "int8" else 4
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
         setup.compute_dtype]
+    from transformers.pytorch_utils import Conv1D
+
     head, kept = model.get_output_embeddings(), _kept(model)
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if type(child) is torch.nn.Linear and child is not head and name not in kept:
+            if (type(child) is torch.nn.Linear or isinstance(child, Conv1D)) \
+                    and child is not head and name not in kept:
                 setattr(parent, name, cls(child, bits, setup.double_quant, dtype))
 
 
@@ -158,18 +162,15 @@ def _lora(model, setup: Setup, notes: list[str]):
     dropout = LORA_DROPOUT if setup.lora_dropout else 0.0
     lora = LoraConfig(r=setup.lora_rank, lora_alpha=2 * setup.lora_rank, target_modules=targets,
                       lora_dropout=dropout)
-    # PEFT keeps adapters in fp32 over a 16-bit base unless the whole run is pure 16-bit.
-    upcast = setup.method == "qlora" or setup.precision.startswith("mixed-")
-    try:
-        return get_peft_model(copy.deepcopy(model) if dropout else model, lora,
-                              autocast_adapter_dtype=upcast)
+    try:  # PEFT's defaults: adapters in fp32 over a 16-bit base
+        return get_peft_model(copy.deepcopy(model) if dropout else model, lora)
     except ValueError as err:  # PEFT adapts fused MoE experts as parameters, without dropout
         if not dropout or "lora_dropout" not in str(err):
             raise
     notes.append("PEFT adapts fused MoE expert weights without dropout; simulated with LoRA "
                  "dropout 0")
     lora.lora_dropout = 0.0
-    return get_peft_model(model, lora, autocast_adapter_dtype=upcast)
+    return get_peft_model(model, lora)
 
 
 def _base(model):

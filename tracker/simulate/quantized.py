@@ -29,10 +29,13 @@ def quantized_linear_class():
     class QuantizedLinear(torch.nn.Linear):
         """A frozen linear stored as bitsandbytes stores it; PEFT wraps it like any Linear."""
 
-        def __init__(self, base: torch.nn.Linear, bits: int, double_quant: bool,
+        def __init__(self, base: torch.nn.Module, bits: int, double_quant: bool,
                      compute_dtype: torch.dtype) -> None:
             torch.nn.Module.__init__(self)
-            self.in_features, self.out_features = base.in_features, base.out_features
+            if isinstance(base, torch.nn.Linear):
+                self.in_features, self.out_features = base.in_features, base.out_features
+            else:  # transformers' Conv1D (GPT-2) stores its weight as (in, out)
+                self.in_features, self.out_features = base.weight.shape
             self.bits, self.compute_dtype = bits, compute_dtype
             n = self.in_features * self.out_features
             device = base.weight.device

@@ -60,10 +60,33 @@ def tracker_class():
             self._phase = ""
             self._last: tuple[str, int] | None = None
             self._done: set[str] = set()
+            self._accumulating = False
+            self._grad_shapes = {(tuple(p.shape), p.dtype) for p in root.parameters()
+                                 if p.requires_grad}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self._accumulating = self._is_accumulation(func, args, kwargs)
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+        def _is_accumulation(self, func, args, kwargs) -> bool:
+            """A gradient summed into another by the autograd engine (a tied weight's two uses,
+            a gradient held across micro-batches). On a GPU the engine adds in place; a fake
+            tensor is a tensor subclass, for which it allocates the sum, so the moment when
+            both addends and the sum are alive is not a real one."""
+            import torch
+
+            if func is not torch.ops.aten.add.Tensor or kwargs or len(args) != 2 \
+                    or not self._mod_tracker.is_bw:
+                return False
+            a, b = args
+            return isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype \
+                and (tuple(a.shape), a.dtype) in self._grad_shapes
 
         def _update_peak_stats(self, peak_state) -> None:
             # Replaces MemTracker's per-module peaks (unused here, and costly per op) with
             # per-segment ones.
+            if self._accumulating:
+                return
             snap = next(iter(self._curr_mem_snap.values()), None)
             if snap is None:
                 return
@@ -89,6 +112,8 @@ def tracker_class():
         def _labels(self) -> list[Label]:
             phase = "optimizer step" if self._in_opt else (
                 "backward" if self._mod_tracker.is_bw else "forward")
+            if self._phase == "optimizer step" and phase == "forward":
+                phase = self._phase  # zero_grad after the step belongs to the step
             if phase != self._phase:
                 self._phase, self._last, self._done = phase, None, set()
             inside = [self._fqn[n] for n in self._mod_tracker.parents if n in self._fqn]

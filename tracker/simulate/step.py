@@ -31,10 +31,11 @@ class Measured:
 def measure(config: dict[str, Any], setup: Setup, stacks: list[Stack],
             counts: dict[str, int]) -> Measured:
     """Build the model with ``counts`` blocks per stack and track one step."""
+    import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from tracker.simulate.autocast import cuda_rules
     from tracker.simulate.build import build, selective_recompute
+    from tracker.simulate.cuda import cuda_rules
     from tracker.simulate.segments import tracker_class
 
     short = [replace(s, count=counts[s.name]) for s in stacks]
@@ -47,7 +48,8 @@ def measure(config: dict[str, Any], setup: Setup, stacks: list[Stack],
             if optimizer is not None:
                 _first_step(built.trainable(), optimizer)
             tracker = tracker_class()(built.model, built.layers, _roles(short), _final(short))
-            tracker.track_external(built.model, *(o for o in [optimizer] if o), *inputs.values())
+            tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
+            tracker.track_external(built.model, *(o for o in [optimizer] if o), *tensors)
             with tracker:
                 if setup.training:
                     _train(built, setup, inputs, optimizer, tracker)
@@ -86,7 +88,9 @@ def _inputs(config: dict[str, Any], setup: Setup) -> dict[str, Any]:
             return {"input_ids": ids, "decoder_input_ids": torch.zeros(setup.micro_batch, 1,
                                                                        dtype=torch.long)}
         return {"input_ids": ids}
-    return {"input_ids": ids, "labels": torch.zeros_like(ids)}
+    # Training recipes turn the KV cache off (TRL, PEFT's examples, any run with recompute);
+    # left on, transformers 5 copies GPT-2's keys and values into it.
+    return {"input_ids": ids, "labels": torch.zeros_like(ids), "use_cache": False}
 
 
 def _optimizer(params: list, setup: Setup):

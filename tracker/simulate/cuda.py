@@ -1,19 +1,30 @@
-"""CUDA's autocast rules on the CPU, so a mixed-precision step keeps what it keeps on a GPU.
+"""What a CUDA step keeps that the same step on the CPU would not: autocast's lists, fused dropout.
 
 The simulation runs on fake CPU tensors (fake CUDA tensors abort the process
 in autograd on a CPU-only torch: autograd asks the CUDA device guard for a
-stream). CPU autocast casts matmuls to 16 bits like CUDA's, but it leaves
-softmax, layer norm and the fp32 math ops alone, where CUDA's autocast runs
-them in fp32: GPT-2's eager softmax then keeps a 4-byte copy on a GPU and a
-2-byte one on the CPU. This module registers CUDA's fp32 and promote
-policies (ATen's ``autocast_mode.cpp`` lists) for the CPU autocast key while
-:func:`cuda_rules` is active; outside it the kernels pass calls through.
+stream). Two CPU kernels keep other tensors than their CUDA twins:
+
+- CPU autocast casts matmuls to 16 bits like CUDA's, but leaves softmax,
+  layer norm and the fp32 math ops alone, where CUDA's autocast runs them in
+  fp32 (GPT-2's eager softmax keeps 4 bytes per score on a GPU, 2 on a CPU);
+  and it casts a whole cross-entropy to fp32 where CUDA autocasts its
+  log-softmax and NLL parts.
+- CPU dropout multiplies by a saved noise tensor of the input's dtype; CUDA
+  calls the fused kernel, which saves a one-byte mask.
+- CPU SDPA takes the math kernel (which keeps the attention scores) when
+  dropout is on; CUDA takes a fused one (flash, or memory-efficient with a
+  mask), which keeps only the output and a log-sum-exp.
+
+While :func:`cuda_rules` is active (in this thread) CPU kernels follow CUDA's
+(ATen's ``autocast_mode.cpp`` lists and ``Dropout.cpp``); outside it they
+pass calls through unchanged.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 from collections.abc import Iterator
 from functools import cache
 
@@ -49,6 +60,11 @@ def _registered():
     import torch
 
     library = torch.library.Library("aten", "IMPL")
+    library.impl("dropout", _dropout, "AutogradCPU")
+    library.impl("scaled_dot_product_attention", _attention, "AutogradCPU")
+    with warnings.catch_warnings():  # replacing CPU autocast's own cross-entropy kernel is the point
+        warnings.simplefilter("ignore", UserWarning)
+        library.impl("cross_entropy_loss", _cross_entropy, "AutocastCPU")
     for name in _FP32:
         _impl(library, name, _fp32)
     for name in _FP32_OUT:
@@ -79,6 +95,49 @@ def _kernel(op, policy):
             return op(*args, **kwargs)
 
     return kernel
+
+
+def _dropout(input, p: float, train: bool):
+    """CUDA's dropout: the fused kernel and its one-byte mask (``at::native_dropout``)."""
+    import torch
+
+    if getattr(_state, "on", False) and train and 0 < p < 1 and input.numel():
+        return torch.ops.aten.native_dropout(input, p, train)[0]
+    return torch.ops.aten.dropout.default.decompose(input, p, train)
+
+
+def _attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
+               is_causal: bool = False, scale=None, enable_gqa: bool = False):
+    """SDPA as CUDA runs it: a fused kernel (flash, or memory-efficient with a mask or
+    dropout), which keeps the output and a log-sum-exp, never the scores. The CPU
+    dispatcher falls back to the math kernel for dropout, which keeps them."""
+    import torch
+
+    if getattr(_state, "on", False) and attn_mask is None:
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, dropout_p, is_causal, scale=scale)[0]
+    if getattr(_state, "on", False):  # flash takes no mask: CUDA uses the efficient kernel
+        if attn_mask.dtype == torch.bool:
+            attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(
+                attn_mask.logical_not(), float("-inf"))
+        return torch.ops.aten._scaled_dot_product_efficient_attention(
+            query, key, value, attn_mask.expand(query.shape[0], query.shape[1], -1, -1),
+            True, dropout_p, is_causal, scale=scale)[0]
+    return torch.ops.aten.scaled_dot_product_attention.default.decompose(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def _cross_entropy(*args, **kwargs):
+    """CUDA autocasts cross-entropy's parts (log-softmax to fp32, NLL in fp32), not the whole."""
+    import torch
+
+    op = torch.ops.aten.cross_entropy_loss.default
+    if getattr(_state, "on", False):
+        return op.decompose(*args, **kwargs)
+    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
+    with torch._C._ExcludeDispatchKeyGuard(keys):
+        args, kwargs = _fp32(op, args, kwargs)
+        return op(*args, **kwargs)
 
 
 def _is_half(value) -> bool:
