@@ -22,7 +22,11 @@ from core.memory.spec import ModelSpec
 
 # Elements saved per MLP-width element by the activation (input, output, composites).
 _ACT_SAVES = {"silu": 1, "gelu": 1, "relu": 1, "gelu_new": 4}
-LOGITS_EAGER = 12  # fp32 log-softmax saved, then its fp32 gradient and the logits' gradient
+# Bytes per logit at the start of backward. Hugging Face's loss upcasts the logits and keeps
+# the fp32 log-softmax; the 16-bit logits die with the model output before backward (the
+# Trainer keeps only the loss), and backward adds the NLL gradient and the log-softmax
+# gradient, both fp32: 12 bytes whatever the compute dtype (simulated with MemTracker).
+LOGITS_EAGER = 12
 LOGITS_FUSED = 4  # Megatron's vocab-parallel CE keeps one fp32 softmax, gradient in place
 
 
@@ -47,27 +51,57 @@ def element_bytes(setup: Setup) -> float:
     return 2.0
 
 
+def autocast(setup: Setup) -> bool:
+    """CUDA autocast is on: mixed-precision training, and QLoRA's compute dtype."""
+    return setup.method == "qlora" or (setup.training and setup.precision.startswith("mixed-"))
+
+
+def fp32_stream(setup: Setup) -> bool:
+    """Autocast over fp32 parameters (Hugging Face's mixed precision for full fine-tuning).
+
+    The embeddings stay fp32, so the residual stream and every norm's output
+    are fp32, and each linear casts its own 16-bit copy of its input (autocast
+    caches weight casts, not activation casts). Fused frameworks keep 16-bit
+    parameters beside an fp32 master and have none of this.
+    """
+    return setup.method == "full" and autocast(setup) and not setup.fused_layers \
+        and setup.framework != "deepspeed"
+
+
 def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
     """Saved bytes per token in one transformer block, with no recompute."""
     e = element_bytes(setup)
     full = setup.method == "full"
     h, qd, kvd = spec.hidden, spec.n_heads * (spec.v_head_dim or spec.head_dim), spec.kv_dim
     width = spec.active_intermediate if moe else spec.intermediate
-    norm_in = (e if spec.norm == "layer" else 4.0) * h  # HF's RMSNorm upcasts its input
+    # HF's RMSNorm upcasts its input; CUDA autocast runs LayerNorm in fp32 on an fp32 copy.
+    norm_in = (e if spec.norm == "layer" and not autocast(setup) else 4.0) * h
     attn_in_saved, mlp_in_saved = _inputs_saved(setup)
+    attn_casts, mlp_casts = _input_casts(spec) if fp32_stream(setup) else (1, 1)
     if setup.fused_layers:
         norm_in = e * h
-    rep = spec.norms_per_layer / 2 * (2 * norm_in + e * h * (attn_in_saved + mlp_in_saved))
+    rep = spec.norms_per_layer / 2 * (2 * norm_in + e * h * (attn_in_saved * attn_casts
+                                                           + mlp_in_saved * mlp_casts))
     if full and not setup.fused_layers and spec.norm != "layer":
-        rep += spec.norms_per_layer * e * h  # normalised value kept for the weight's gradient
+        # normalised value kept for the weight's gradient (fp32 when the stream is)
+        rep += spec.norms_per_layer * (4.0 if fp32_stream(setup) else e) * h
+    if spec.family in _T5 and not fp32_stream(setup):
+        rep += spec.norms_per_layer * e * h  # T5's norm also keeps its 16-bit input
     rep += 2 * h if spec.dropout else 0.0  # hidden dropout masks, one byte each
     split = _attention(spec, setup, e, qd, kvd, attn_in_saved)
     split += _mlp(spec, setup, e, width, mlp_in_saved)
     if moe:
         split += e * h * spec.n_active_experts + 4 * spec.n_experts  # dispatched copies, router
     split += _lora_inputs(spec, setup, e)
-    per_key = _scores(spec, setup, e)
+    per_key = _scores(spec, setup, e) + _bias_per_key(spec, setup, e, decoder=False)
     return PerToken(rep, split, per_key)
+
+
+def _input_casts(spec: ModelSpec) -> tuple[int, int]:
+    """How many linears read the attention's and the MLP's normed input, each casting it."""
+    attn = 1 if spec.fused_qkv else (2 if spec.mla else 3)
+    mlp = 2 if spec.gated_mlp and not spec.fused_gate_up else 1
+    return attn, mlp
 
 
 def _inputs_saved(setup: Setup) -> tuple[bool, bool]:
@@ -92,6 +126,34 @@ def _attention(spec: ModelSpec, setup: Setup, e: float, qd: int, kvd: int,
     return e * (qd + k_and_v) + out + lse
 
 
+# T5: relative position bias, a norm that keeps its input, dropout inside the MLP, and
+# decoder blocks with cross-attention.
+_T5 = ("t5", "mt5")
+
+
+def _bias_per_key(spec: ModelSpec, setup: Setup, e: float, decoder: bool) -> float:
+    """T5 under SDPA: each self-attention makes its own contiguous copy of the position bias
+    as the attention mask (a decoder one through the causal mask, whose bool it keeps too)."""
+    if spec.family not in _T5 or setup.attention == "eager":
+        return 0.0
+    return spec.n_heads * e + (1.0 if decoder else 0.0)
+
+
+def cross_attention(spec: ModelSpec, setup: Setup) -> float:
+    """Bytes per token a decoder block's cross-attention adds: its norm, its input, q, k and
+    v over the source (as long as the target here), the output, the log-sum-exp."""
+    if not spec.decoder_layers:
+        return 0.0
+    e = element_bytes(setup)
+    h, qd = spec.hidden, spec.n_heads * spec.head_dim
+    norm = (4.0 if fp32_stream(setup) else e) * h * 2 if spec.family in _T5 else 4.0 * h
+    if setup.method == "full" and not fp32_stream(setup):
+        norm += e * h  # the normalised value for the weight's gradient
+    q_input = e * h if _inputs_saved(setup)[0] else 0.0
+    dropout = h if spec.dropout else 0.0
+    return 4.0 * h + norm + q_input + _attention(spec, setup, e, qd, spec.kv_dim, True) + dropout
+
+
 def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
     """Bytes per token per key position: the s x s attention matrices eager attention keeps."""
     if setup.attention != "eager" or setup.recompute in ("selective", "full"):
@@ -99,10 +161,12 @@ def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
     a = spec.n_heads
     if setup.fused_layers:  # Korthikanti: softmax output, dropout mask and output (5as)
         return a * (2 * e + 1) if spec.dropout else a * e
-    # Llama-style eager attention takes the softmax in fp32 and keeps a compute-dtype copy;
-    # GPT-2-era models (LayerNorm) keep one softmax in the compute dtype.
-    kept = e if spec.norm == "layer" else 4.0 + e
-    return a * (kept + (e + 1 if spec.dropout else 0.0))
+    # Llama-style eager attention takes the softmax in fp32 (as CUDA autocast does GPT-2's);
+    # the product with V keeps a compute-dtype copy (after dropout, beside its mask).
+    if spec.norm != "layer" or autocast(setup):
+        return a * (4.0 + e + (1.0 if spec.dropout else 0.0))
+    # GPT-2-era models outside autocast keep one softmax in the compute dtype.
+    return a * (e + (e + 1 if spec.dropout else 0.0))
 
 
 def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: bool) -> float:
@@ -110,6 +174,15 @@ def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: 
         return e * width * (3 + down_input_saved)
     # transformers writes GPT-2's tanh GELU as five ops; other frameworks call a fused one.
     saves = _ACT_SAVES.get(spec.activation, 1) if setup.framework == "hf" else 1
+    if saves > 1 and autocast(setup):
+        # CUDA autocast runs its pow in fp32: the input stays 16-bit, the tanh, 1 + tanh and
+        # the output are fp32 (the down projection then keeps a 16-bit cast).
+        return width * (e + 4.0 * (saves - 1) + e * down_input_saved)
+    inner_dropout = spec.family in _T5 and spec.dropout
+    if inner_dropout:  # T5 drops out the activation: a mask, and its own output for wo
+        return e * width * (saves + down_input_saved) + width
+    if spec.activation == "relu" and down_input_saved:
+        return e * width  # ReLU keeps its output, which is also the down projection's input
     return e * width * (saves + down_input_saved)
 
 
@@ -146,6 +219,11 @@ def block_bytes(spec: ModelSpec, setup: Setup) -> float:
     moe = layer_per_token(spec, setup, moe=True).total(s, tp, sp) if spec.is_moe else 0.0
     n_moe = spec.moe_layers
     per_layer = [dense] * (spec.n_layers - n_moe) + [moe] * n_moe
+    if spec.decoder_layers:  # encoder-decoder: the last blocks also attend to the source
+        e = element_bytes(setup)
+        decoder = dense + (cross_attention(spec, setup) + s * (
+            _bias_per_key(spec, setup, e, True) - _bias_per_key(spec, setup, e, False))) / tp
+        per_layer[-spec.decoder_layers:] = [decoder] * spec.decoder_layers
     layers = spec.n_layers / lay.pp
     if setup.recompute == "full":
         kept = element_bytes(setup) * spec.hidden / (tp if sp else 1)
@@ -180,10 +258,11 @@ def edge_bytes(spec: ModelSpec, setup: Setup) -> float:
 def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
     """The output layer and cross-entropy: b x s x vocab, large for 128k+ vocabularies.
 
-    Hugging Face models keep the bf16 logits and an fp32 log-softmax, and the
-    loss's backward adds two fp32 gradients while every activation is still
-    held (14 bytes per logit at the peak); Megatron's fused cross-entropy keeps
-    about 6. Fused / chunked losses (Liger, Cut Cross-Entropy) avoid the tensor.
+    Hugging Face's loss keeps an fp32 log-softmax, and its backward adds two
+    fp32 gradients while every activation is still held (12 bytes per logit at
+    the peak, see ``LOGITS_EAGER``); Megatron's fused cross-entropy keeps the
+    logits and about 4 more. Fused / chunked losses (Liger, Cut Cross-Entropy)
+    avoid the tensor.
     """
     e = element_bytes(setup)
     tp = setup.layout.tp
@@ -191,8 +270,21 @@ def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
         return setup.micro_batch * spec.vocab * (e + 4) / tp  # only the last position
     if setup.fused_loss:
         return 0.0
-    extra = LOGITS_FUSED if setup.fused_layers else LOGITS_EAGER
-    return setup.micro_batch * setup.seq_len * spec.vocab * (e + extra) / tp
+    return setup.micro_batch * setup.seq_len * spec.vocab * _per_logit(spec, setup, e) / tp
+
+
+# Families whose loss is a plain CrossEntropyLoss on the model-dtype logits (no upcast).
+_NO_UPCAST_LOSS = ("bert", "roberta", "t5", "mt5")
+
+
+def _per_logit(spec: ModelSpec, setup: Setup, e: float) -> float:
+    if setup.fused_layers:
+        return e + LOGITS_FUSED
+    if spec.family not in _NO_UPCAST_LOSS:
+        return LOGITS_EAGER
+    # log-softmax output, NLL gradient and log-softmax gradient: in the compute dtype, or
+    # (CUDA autocast) the first two in fp32 and the last in the logits' dtype.
+    return 8.0 + e if autocast(setup) else 3 * e
 
 
 def inference_bytes(spec: ModelSpec, setup: Setup) -> float:

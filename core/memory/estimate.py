@@ -125,13 +125,20 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     static = _static(spec, setup, trainable * frac, frac)
     dynamic = _dynamic(spec, setup, stage)
     overhead = WORKSPACE_GIB * GIB + static.pop("buckets")
-    backward = static["weights"] + static["optimizer"] + static["persistent_grads"]
+    weights, step_weights = static["weights"], static["weights"]
+    if act.fp32_stream(setup):
+        # HF mixed precision: the fp32 parameters are the master (counted as optimizer); the
+        # 16-bit copies are autocast's, of matmul weights only, and die with backward.
+        weights *= _autocast_copied(spec) / spec.total_params
+        step_weights = 0.0
+    backward = weights + static["optimizer"] + static["persistent_grads"]
     backward += dynamic["activations"] + dynamic["logits"] + dynamic["kv_cache"] + overhead
-    step = static["weights"] + static["optimizer"] + static["gradients"] + overhead
+    step_grads = static["gradients"] + _tied_gradient(spec, setup) / lay.tp
+    step = step_weights + static["optimizer"] + step_grads + overhead
     at_backward = backward >= step or not setup.training
-    grads = static["persistent_grads"] if at_backward else static["gradients"]
+    grads = static["persistent_grads"] if at_backward else step_grads
     breakdown = {
-        "weights": static["weights"],
+        "weights": weights if at_backward else step_weights,
         "gradients": grads,
         "optimizer": static["optimizer"],
         "activations": dynamic["activations"] if at_backward else 0.0,
@@ -194,9 +201,9 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
 def _precision(setup: Setup):
     if setup.method == "full":
         return PRECISIONS[setup.precision]
-    # Adapters: PEFT keeps them in fp32 unless the whole model runs in pure 16-bit.
-    half = setup.method == "lora" and setup.precision in ("fp16", "bf16")
-    return PRECISIONS["bf16" if half else "fp32"] if setup.training else PRECISIONS["bf16"]
+    # Adapters: PEFT keeps them in fp32 over any 16-bit base (its autocast_adapter_dtype
+    # default), pure 16-bit runs included; the simulation builds them with PEFT itself.
+    return PRECISIONS["fp32"] if setup.training else PRECISIONS["bf16"]
 
 
 def _adapter_bytes(setup: Setup) -> float:
@@ -212,11 +219,32 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     storage = setup.base_storage
     if storage not in ("nf4", "int8"):
         return n * frozen_bytes(storage)
-    # bitsandbytes quantises the block linears; embeddings, head and norms stay 16-bit.
-    linear = spec.linear_params * frac
+    # bitsandbytes quantises the block linears; embeddings, head and norms stay 16-bit. So do
+    # the routed experts of MoE models in transformers 5, which are fused 3-D parameters
+    # rather than nn.Linear modules (transformers' bitsandbytes integration swaps only those).
+    routed = spec.moe_layers * spec.n_experts * spec.mlp_params(spec.moe_intermediate)
+    linear = (spec.linear_params - routed * spec._block_scale) * frac
     compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
     quant = frozen_bytes(storage, setup.quant_type, setup.double_quant)
     return linear * quant + (n - linear) * compute
+
+
+def _autocast_copied(spec: ModelSpec) -> float:
+    """Parameters autocast makes 16-bit copies of: every matmul weight, the output layer's
+    included (a tied one is the embedding), but not embedding lookups, and not the routed
+    experts of transformers' MoE kernels (grouped_mm is not autocast: they run in fp32)."""
+    lookups = 0 if spec.tied_embeddings else spec.embedding_params
+    routed = spec.moe_layers * spec.n_experts * spec.mlp_params(spec.moe_intermediate)
+    return spec.total_params - lookups - routed * spec._block_scale
+
+
+def _tied_gradient(spec: ModelSpec, setup: Setup) -> float:
+    """A tied output layer's gradient, held by autograd until the embedding's is added to it
+    at the very end of backward (when every other gradient exists)."""
+    if setup.method != "full" or not spec.tied_embeddings:
+        return 0.0
+    p = _precision(setup)
+    return spec.vocab * spec.hidden * (4.0 if setup.fp32_grads and p.master else p.grad)
 
 
 def _adafactor_bytes(spec: ModelSpec, setup: Setup) -> float:

@@ -42,6 +42,8 @@ class ModelSpec:
     intermediate: int
     tied_embeddings: bool = False
     gated_mlp: bool = True
+    fused_qkv: bool = False  # q, k and v are one linear (GPT-2's c_attn, Phi-3's qkv_proj)
+    fused_gate_up: bool = False  # gate and up are one linear (Phi-3's gate_up_proj)
     activation: str = "silu"  # "silu", "gelu", "gelu_new" (tanh composite), "relu"
     dropout: bool = False  # attention / hidden dropout active in training (GPT-2, BERT, T5...)
     norm: str = "rms"  # "rms" or "layer"
@@ -106,20 +108,26 @@ class ModelSpec:
                        self.n_heads * (qk - self.rope_head_dim + v), "attention", count),
                 Matrix("o_proj", self.n_heads * v, h, "attention", count),
             ]
+        out = Matrix(f"{prefix}o_proj", self.q_dim, h, "attention", count)
+        if self.fused_qkv:  # one adapter, one quantised matrix, one input for all three
+            return [Matrix(f"{prefix}qkv_proj", h, self.q_dim + 2 * self.kv_dim, "attention",
+                           count), out]
         return [
             Matrix(f"{prefix}q_proj", h, self.q_dim, "attention", count),
             Matrix(f"{prefix}k_proj", h, self.kv_dim, "attention", count),
             Matrix(f"{prefix}v_proj", h, self.kv_dim, "attention", count),
-            Matrix(f"{prefix}o_proj", self.q_dim, h, "attention", count),
+            out,
         ]
 
     def _mlp(self, width: int, count: int, prefix: str = "") -> list[Matrix]:
         h = self.hidden
         if count == 0 or width == 0:
             return []
+        down = Matrix(f"{prefix}down_proj", width, h, "mlp", count)
+        if self.gated_mlp and self.fused_gate_up:
+            return [Matrix(f"{prefix}gate_up_proj", h, 2 * width, "mlp", count), down]
         up = [Matrix(f"{prefix}gate_proj", h, width, "mlp", count)] if self.gated_mlp else []
-        return up + [Matrix(f"{prefix}up_proj", h, width, "mlp", count),
-                     Matrix(f"{prefix}down_proj", width, h, "mlp", count)]
+        return up + [Matrix(f"{prefix}up_proj", h, width, "mlp", count), down]
 
     @cached_property
     def matrices(self) -> tuple[Matrix, ...]:
@@ -231,7 +239,7 @@ class ModelSpec:
 # PEFT's targets: its default for Llama-like models is q and v; "attention" adds k and o;
 # "all-linear" adapts every linear layer of the blocks.
 LORA_TARGETS = ("qv", "attention", "all-linear")
-_QV = ("q_proj", "v_proj", "q_b_proj", "kv_b_proj")
+_QV = ("q_proj", "v_proj", "q_b_proj", "kv_b_proj", "qkv_proj")
 
 
 def _adapted(name: str, targets: str) -> bool:
