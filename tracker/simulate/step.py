@@ -36,11 +36,12 @@ def measure(config: dict[str, Any], setup: Setup, stacks: list[Stack],
 
     from tracker.simulate.build import build, selective_recompute
     from tracker.simulate.cuda import cuda_rules
+    from tracker.simulate.gpu_paths import gpu_paths
     from tracker.simulate.segments import tracker_class
 
     short = [replace(s, count=counts[s.name]) for s in stacks]
     fake = FakeTensorMode(allow_non_fake_inputs=True)
-    with _moe_kernels(), selective_recompute(setup), cuda_rules():
+    with gpu_paths(), selective_recompute(setup), cuda_rules():
         built = build(with_counts(config, counts), setup, short, fake)
         with fake:
             inputs = _inputs(config, setup)
@@ -163,27 +164,6 @@ def _autocast(dtype) -> Iterator[None]:
         return
     with torch.autocast("cpu", dtype=dtype):
         yield
-
-
-@contextlib.contextmanager
-def _moe_kernels() -> Iterator[None]:
-    """Route MoE experts through transformers' grouped-mm fallback outside bf16.
-
-    ``grouped_mm`` takes bf16 only (its meta function says so); transformers'
-    own fallback op has the same inputs, outputs and saved tensors.
-    """
-    try:
-        from transformers.integrations import moe
-    except ImportError:
-        yield
-        return
-    original = moe._can_use_grouped_mm
-    moe._can_use_grouped_mm = lambda input, weight, offs: weight.dtype == input.dtype and (
-        str(weight.dtype) == "torch.bfloat16")
-    try:
-        yield
-    finally:
-        moe._can_use_grouped_mm = original
 
 
 def _state_bytes(optimizer) -> int:
