@@ -123,7 +123,10 @@ def _attention(spec: ModelSpec, setup: Setup, e: float, qd: int, kvd: int,
     # Attention output: flash keeps it for its backward; otherwise only a trainable o_proj.
     out = e * qd if not eager or out_proj_input or setup.fused_layers else 0.0
     lse = 0.0 if eager else 4.0 * spec.n_heads
-    return e * (qd + k_and_v) + out + lse
+    # A fused projection with rotary embeddings (Phi-3): q and k are rotated copies, and v, a
+    # view, keeps the whole fused output alive.
+    fused_rope = e * (qd + spec.kv_dim) if spec.fused_qkv and not spec.positions else 0.0
+    return e * (qd + k_and_v) + out + lse + fused_rope
 
 
 # T5: relative position bias, a norm that keeps its input, dropout inside the MLP, and
@@ -170,20 +173,25 @@ def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
 
 
 def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: bool) -> float:
-    if spec.gated_mlp:  # gate output, activation output, up output; product for down_proj
-        return e * width * (3 + down_input_saved)
+    """What the MLP keeps per token: the activation's saves, a gated product's operands, the
+    down projection's input (if it trains), T5's dropout mask."""
     # transformers writes GPT-2's tanh GELU as five ops; other frameworks call a fused one.
     saves = _ACT_SAVES.get(spec.activation, 1) if setup.framework == "hf" else 1
-    if saves > 1 and autocast(setup):
-        # CUDA autocast runs its pow in fp32: the input stays 16-bit, the tanh, 1 + tanh and
-        # the output are fp32 (the down projection then keeps a 16-bit cast).
-        return width * (e + 4.0 * (saves - 1) + e * down_input_saved)
-    inner_dropout = spec.family in _T5 and spec.dropout
-    if inner_dropout:  # T5 drops out the activation: a mask, and its own output for wo
-        return e * width * (saves + down_input_saved) + width
-    if spec.activation == "relu" and down_input_saved:
+    composite_fp32 = saves > 1 and autocast(setup)
+    # Under CUDA autocast that GELU's pow runs in fp32: the input stays 16-bit, the tanh,
+    # 1 + tanh and the output are fp32 (the down projection keeps a 16-bit cast).
+    # bitsandbytes returns its output in its input's dtype, and under autocast a LayerNorm's
+    # output is fp32: behind a quantised up projection the activation runs in fp32.
+    act_in = 4.0 if setup.method == "qlora" and spec.norm == "layer" else e
+    act = width * (act_in + 4.0 * (saves - 1)) if composite_fp32 else act_in * width * saves
+    inner_dropout = spec.family in _T5 and spec.dropout  # T5 drops out the activation
+    if spec.gated_mlp:  # the activation's output and the up projection's, kept by their product
+        body = act + width * ((4.0 if composite_fp32 else e) + e)
+    elif spec.activation == "relu" and not inner_dropout:
         return e * width  # ReLU keeps its output, which is also the down projection's input
-    return e * width * (saves + down_input_saved)
+    else:
+        body = act
+    return body + (e * width if down_input_saved else 0.0) + (width if inner_dropout else 0.0)
 
 
 def _lora_inputs(spec: ModelSpec, setup: Setup, e: float) -> float:
