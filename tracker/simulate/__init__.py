@@ -55,7 +55,7 @@ class Simulation:
 def simulate(spec: ModelSpec, setup: Setup, progress: Progress | None = None,
              cancelled: Callable[[], bool] | None = None) -> Simulation:
     """Simulate one step of ``setup`` on ``spec`` (raises SimulationError where it cannot)."""
-    from tracker.simulate.config import model_config, stacks
+    from tracker.simulate.config import max_positions, model_config, stacks
     from tracker.simulate.extrapolate import extrapolate, variants
     from tracker.simulate.step import measure
 
@@ -63,6 +63,10 @@ def simulate(spec: ModelSpec, setup: Setup, progress: Progress | None = None,
     _supported(setup)
     started = time.perf_counter()
     config = model_config(spec)
+    limit = max_positions(config)
+    if limit and setup.seq_len > limit:
+        raise SimulationError(f"{spec.name} has learned positions for {limit:,} tokens; "
+                              f"a sequence of {setup.seq_len:,} cannot run")
     stack_list = stacks(config)
     plan = variants(stack_list)
     measured = []
@@ -71,7 +75,11 @@ def simulate(spec: ModelSpec, setup: Setup, progress: Progress | None = None,
             raise SimulationCancelled
         if progress is not None:
             progress(done, len(plan), f"simulating {sum(counts.values())} blocks")
-        measured.append(measure(config, setup, stack_list, counts))
+        try:
+            measured.append(measure(config, setup, stack_list, counts))
+        except Exception as err:  # transformers cannot build or run this model as given
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise SimulationError(f"the simulation could not run {spec.name}: {first}") from err
     peaks, optimizer_state = extrapolate(stack_list, plan, measured)
     label, (total, snap) = max(peaks.items(), key=lambda item: item[1][0])
     if progress is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from core.hf_config import _KEYS
 from core.memory import ModelSpec
-from core.models import presets, spec_from_config
+from core.models import LEARNED_POSITIONS, presets, spec_from_config
 
 # Keys of the spec a user may override (--layers, --hidden ...), as HF spells them.
 _OVERRIDABLE = ("hidden", "n_heads", "n_kv_heads", "vocab", "intermediate")
@@ -84,6 +84,16 @@ def stacks(config: dict[str, Any]) -> list[Stack]:
     key = _key(config, "n_layers")
     prefix = int(config.get("first_k_dense_replace") or 0)
     return [Stack("layers", key, int(config[key]), prefix)]
+
+
+def max_positions(config: dict[str, Any]) -> int | None:
+    """The longest sequence a family with learned position embeddings can take."""
+    if config.get("model_type") not in LEARNED_POSITIONS:
+        return None
+    for key in ("n_positions", "max_position_embeddings"):
+        if isinstance(config.get(key), int):
+            return int(config[key])
+    return None
 
 
 def with_counts(config: dict[str, Any], counts: dict[str, int]) -> dict[str, Any]:

@@ -113,16 +113,18 @@ def _attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
     dispatcher falls back to the math kernel for dropout, which keeps them."""
     import torch
 
-    if getattr(_state, "on", False) and attn_mask is None:
+    flash = attn_mask is None and query.shape[-1] == value.shape[-1]
+    if getattr(_state, "on", False) and flash:
         return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
             query, key, value, dropout_p, is_causal, scale=scale)[0]
-    if getattr(_state, "on", False):  # flash takes no mask: CUDA uses the efficient kernel
-        if attn_mask.dtype == torch.bool:
+    if getattr(_state, "on", False):  # a mask, or a V head size of its own: the efficient kernel
+        if attn_mask is not None and attn_mask.dtype == torch.bool:
             attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(
                 attn_mask.logical_not(), float("-inf"))
+        if attn_mask is not None:
+            attn_mask = attn_mask.expand(query.shape[0], query.shape[1], -1, -1)
         return torch.ops.aten._scaled_dot_product_efficient_attention(
-            query, key, value, attn_mask.expand(query.shape[0], query.shape[1], -1, -1),
-            True, dropout_p, is_causal, scale=scale)[0]
+            query, key, value, attn_mask, True, dropout_p, is_causal, scale=scale)[0]
     return torch.ops.aten.scaled_dot_product_attention.default.decompose(
         query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
 

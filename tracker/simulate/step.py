@@ -29,8 +29,11 @@ class Measured:
 
 
 def measure(config: dict[str, Any], setup: Setup, stacks: list[Stack],
-            counts: dict[str, int]) -> Measured:
-    """Build the model with ``counts`` blocks per stack and track one step."""
+            counts: dict[str, int], fake: bool = True) -> Measured:
+    """Build the model with ``counts`` blocks per stack and track one step.
+
+    With ``fake`` off the step really runs on CPU tensors (slowly; tests compare the two).
+    """
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -40,10 +43,10 @@ def measure(config: dict[str, Any], setup: Setup, stacks: list[Stack],
     from tracker.simulate.segments import tracker_class
 
     short = [replace(s, count=counts[s.name]) for s in stacks]
-    fake = FakeTensorMode(allow_non_fake_inputs=True)
-    with gpu_paths(), selective_recompute(setup), cuda_rules():
-        built = build(with_counts(config, counts), setup, short, fake)
-        with fake:
+    mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else contextlib.nullcontext()
+    with _quiet(), gpu_paths(), selective_recompute(setup), cuda_rules():
+        built = build(with_counts(config, counts), setup, short, mode)
+        with mode:
             inputs = _inputs(config, setup)
             optimizer = _optimizer(built.trainable(), setup) if setup.training else None
             if optimizer is not None:
@@ -164,6 +167,23 @@ def _autocast(dtype) -> Iterator[None]:
         return
     with torch.autocast("cpu", dtype=dtype):
         yield
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence the libraries' advice meant for real training (use_cache, deprecations)."""
+    import warnings
+
+    from transformers.utils import logging
+
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.set_verbosity(level)
 
 
 def _state_bytes(optimizer) -> int:
