@@ -99,7 +99,18 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
         "uncalibrated": sizer.uncalibrated(setup) or None,
         "fits": [_round(asdict(f)) for f in fits],
         "plans": [_plan_dict(p) for p in plans],
+        **({"simulated": _simulated(spec, setup)} if getattr(args, "simulate", False) else {}),
     }
+
+
+def _simulated(spec: ModelSpec, setup: Setup) -> dict[str, Any]:
+    """The simulated step (``--simulate``), or why it could not run."""
+    from tracker.simulate import SimulationError, simulate
+
+    try:
+        return simulate(spec, setup).as_dict()
+    except SimulationError as err:
+        return {"error": str(err)}
 
 
 def _gpu(name: str | None) -> GPU | None:
@@ -181,6 +192,7 @@ def print_report(report: dict[str, Any], table) -> None:
     table(("component", "GiB"), list(report["breakdown_gib"].items()))
     print(f"\nper GPU at the peak ({report['phase']}): allocated {report['allocated_gib']:.2f} "
           f"GiB, reserved {report['reserved_gib']:.2f} GiB, device {report['device_gib']:.2f} GiB")
+    _print_simulated(report)
     cal = report["calibrated"]
     if cal:
         print(f"calibrated on your runs ({cal['group']}): {cal['gib']:.2f} GiB "
@@ -199,6 +211,22 @@ def print_report(report: dict[str, Any], table) -> None:
                 for p in report["plans"]]
         table(("GPU", "layout", "method", "GiB/GPU", "max batch", "max seq", "tok/s", "notes"),
               rows)
+
+
+def _print_simulated(report: dict[str, Any]) -> None:
+    sim = report.get("simulated")
+    if sim is None:
+        return
+    if "error" in sim:
+        print(f"simulated: {sim['error']}")
+        return
+    analytical = report["allocated_gib"] - report["breakdown_gib"]["overhead"]
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in sim["breakdown_gib"].items())
+    print(f"simulated on the model's code ({sim['phase']}, {sim['seconds']:.1f} s): allocated "
+          f"{sim['allocated_gib']:.2f} GiB against the analytical {analytical:.2f} GiB without "
+          f"workspace ({parts})")
+    for note in sim["notes"]:
+        print(f"  simulation: {note}")
 
 
 def list_models(as_json: bool) -> int:

@@ -60,6 +60,8 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--max-gpus", type=_positive, metavar="N", help="GPU budget for plans")
     p.add_argument("--margin", type=_fraction, default=0.15, help="free fraction to keep")
     p.add_argument("--no-history", action="store_true", help="skip the calibrated prediction")
+    p.add_argument("--simulate", action="store_true",
+                   help="also run one step of the model's own code on fake tensors (seconds)")
     p.add_argument("--list-models", action="store_true", help="list model presets and exit")
     p.add_argument("--list-gpus", action="store_true", help="list the GPU catalog and exit")
     p.add_argument("--json", action="store_true", help="print as JSON")
