@@ -32,6 +32,7 @@ FOUR_NORMS = ("gemma2", "gemma3", "gemma3_text")  # pre- and post-norms around b
 # Families whose q, k, v projections (and gate, up) are single linears in transformers.
 FUSED_QKV = ("gpt2", "gpt_bigcode", "phi3", "falcon", "gpt_neox", "bloom")
 FUSED_GATE_UP = ("phi3",)
+QK_NORM = ("qwen3", "qwen3_moe", "olmoe", "olmo2", "gemma3", "gemma3_text")
 ENCODER_ONLY = ("bert", "roberta")
 _COUNT_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _DROPOUT_KEYS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "hidden_dropout_prob",
@@ -191,6 +192,7 @@ def spec_from_config(config: dict[str, Any], name: str, n_params: int | None,
         tied_embeddings=bool(cfg.get("tie_word_embeddings", True)) or mtype == "mt5",
         gated_mlp=mtype in GATED or str(cfg.get("feed_forward_proj", "")).startswith("gated"),
         fused_qkv=mtype in FUSED_QKV, fused_gate_up=mtype in FUSED_GATE_UP,
+        qk_norm=mtype in QK_NORM,
         activation=_activation(cfg), dropout=_dropout(cfg),
         norm="layer" if mtype in LAYER_NORM else "rms",
         norms_per_layer=4 if mtype in FOUR_NORMS else (1 if _single_norm(cfg, mtype) else 2),

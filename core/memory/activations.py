@@ -126,7 +126,15 @@ def _attention(spec: ModelSpec, setup: Setup, e: float, qd: int, kvd: int,
     # A fused projection with rotary embeddings (Phi-3): q and k are rotated copies, and v, a
     # view, keeps the whole fused output alive.
     fused_rope = e * (qd + spec.kv_dim) if spec.fused_qkv and not spec.positions else 0.0
-    return e * (qd + k_and_v) + out + lse + fused_rope
+    return e * (qd + k_and_v) + out + lse + fused_rope + _qk_norm(spec, setup, e)
+
+
+def _qk_norm(spec: ModelSpec, setup: Setup, e: float) -> float:
+    """RMSNorm on q and k keeps their fp32 upcast, and the normalised value for its weight."""
+    if not spec.qk_norm:
+        return 0.0
+    width = spec.q_dim + spec.kv_dim
+    return 4.0 * width + (e * width if setup.method == "full" else 0.0)
 
 
 # T5: relative position bias, a norm that keeps its input, dropout inside the MLP, and
@@ -206,16 +214,23 @@ def _lora_inputs(spec: ModelSpec, setup: Setup, e: float) -> float:
         return 0.0
     autocast = setup.method == "qlora" or setup.precision.startswith("mixed-")
     copy = (2.0 if autocast else 4.0) + (1.0 if setup.lora_dropout else 0.0)
-    total = sum((copy * m.d_in + 4.0 * setup.lora_rank) * m.count * _routed(spec, m.name)
-                for m in spec.lora_matrices(setup.lora_targets))
+    # Routed experts are adapted as parameters (merged weights, see expert_adapter_bytes).
+    total = sum((copy * m.d_in + 4.0 * setup.lora_rank) * m.count
+                for m in spec.lora_matrices(setup.lora_targets) if not m.name.startswith("experts."))
     return total / max(1, spec.n_layers)
 
 
-def _routed(spec: ModelSpec, name: str) -> float:
-    """Share of tokens a matrix sees: a routed expert gets active / total of them."""
-    if name.startswith("experts.") and spec.n_experts:
-        return spec.n_active_experts / spec.n_experts
-    return 1.0
+def expert_adapter_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """PEFT's adapters on fused expert weights merge into a full copy of them per MoE layer
+    (weight + B @ A, through torch's parametrize), which the expert matmuls keep for
+    backward: every routed expert's weights again, in the base dtype, for each layer held
+    (one at a time under full recompute)."""
+    if setup.method not in ("lora", "qlora") or not spec.is_moe or not any(
+            m.name.startswith("experts.") for m in spec.lora_matrices(setup.lora_targets)):
+        return 0.0
+    per_layer = spec.n_experts * spec.mlp_params(spec.moe_intermediate) * spec._block_scale
+    layers = 1 if setup.recompute == "full" else spec.moe_layers
+    return per_layer * layers * element_bytes(setup)
 
 
 def block_bytes(spec: ModelSpec, setup: Setup) -> float:

@@ -274,7 +274,7 @@ def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
         return {"activations": act.inference_bytes(spec, setup),
                 "logits": act.logits_bytes(spec, setup) if stage.head else 0.0,
                 "kv_cache": kv_cache_bytes(spec, setup)}
-    activations = act.block_bytes(spec, setup)
+    activations = act.block_bytes(spec, setup) + act.expert_adapter_bytes(spec, setup)
     if stage.embedding or stage.head:
         activations += act.edge_bytes(spec, setup)
     logits = act.logits_bytes(spec, setup) if stage.head else 0.0

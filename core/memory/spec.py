@@ -21,6 +21,7 @@ class Matrix:
     d_out: int
     role: str  # "attention" or "mlp"
     count: int  # instances in the whole model
+    rank_scale: int = 1  # LoRA rank multiple PEFT gives it (fused expert gate and up: 2)
 
     @property
     def params(self) -> int:
@@ -44,6 +45,7 @@ class ModelSpec:
     gated_mlp: bool = True
     fused_qkv: bool = False  # q, k and v are one linear (GPT-2's c_attn, Phi-3's qkv_proj)
     fused_gate_up: bool = False  # gate and up are one linear (Phi-3's gate_up_proj)
+    qk_norm: bool = False  # RMSNorm on queries and keys (Qwen3, OLMoE, Gemma 3)
     activation: str = "silu"  # "silu", "gelu", "gelu_new" (tanh composite), "relu"
     dropout: bool = False  # attention / hidden dropout active in training (GPT-2, BERT, T5...)
     norm: str = "rms"  # "rms" or "layer"
@@ -124,6 +126,10 @@ class ModelSpec:
         if count == 0 or width == 0:
             return []
         down = Matrix(f"{prefix}down_proj", width, h, "mlp", count)
+        if self.gated_mlp and prefix == "experts.":
+            # transformers 5 stores routed experts as fused 3-D parameters; PEFT adapts the fused
+            # gate and up with twice the rank (its v4-to-v5 target conversion)
+            return [Matrix(f"{prefix}gate_up_proj", h, 2 * width, "mlp", count, 2), down]
         if self.gated_mlp and self.fused_gate_up:
             return [Matrix(f"{prefix}gate_up_proj", h, 2 * width, "mlp", count), down]
         up = [Matrix(f"{prefix}gate_proj", h, width, "mlp", count)] if self.gated_mlp else []
@@ -216,7 +222,11 @@ class ModelSpec:
 
     def lora_params(self, rank: int, targets: str) -> int:
         """Exact LoRA trainable count: rank x (d_in + d_out) for every adapted matrix."""
-        return sum(rank * (m.d_in + m.d_out) * m.count for m in self.lora_matrices(targets))
+        adapted = sum(rank * m.rank_scale * (m.d_in + m.d_out) * m.count
+                      for m in self.lora_matrices(targets))
+        if targets == "all-linear":  # PEFT adapts MoE routers too (as parameters, in v5)
+            adapted += rank * (self.hidden + self.n_experts) * self.moe_layers
+        return adapted
 
     def lora_matrices(self, targets: str) -> tuple[Matrix, ...]:
         found = self._lora_cache.get(targets)
