@@ -48,6 +48,7 @@ from desktop.presenters.sizing_report import (
 from desktop.sizing_services import SizingServices
 from desktop.views.sizing.memory_chart import MemoryChart
 from desktop.views.sizing.page import DraftPage, hint_label
+from desktop.views.sizing.simulate_box import SimulateBox
 
 REPLAN_MS = 350  # plans follow the sliders once they rest this long
 FIGURES_WIDTH = 380
@@ -74,6 +75,8 @@ class ResultPage(DraftPage):
         self.figures.setFixedWidth(FIGURES_WIDTH)
         self.figures.linkActivated.connect(self._open_link)
         self.chart = MemoryChart()
+        self.simulate_box = SimulateBox(sizing, draft)
+        self.simulate_box.setFixedWidth(FIGURES_WIDTH)
         self.batch = StopSlider()
         self.seq = StopSlider()
         self.batch_label, self.seq_label = QLabel(), QLabel()
@@ -89,7 +92,10 @@ class ResultPage(DraftPage):
         top = QWidget()
         row = QHBoxLayout(top)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.figures)
+        left = QVBoxLayout()
+        left.addWidget(self.figures, 1)
+        left.addWidget(self.simulate_box)
+        row.addLayout(left)
         right = QVBoxLayout()
         right.addWidget(self.chart, 1)
         right.addLayout(self._sliders())
@@ -183,6 +189,7 @@ class ResultPage(DraftPage):
         self.draft.seq_len = self.seq.current()
         self._label_sliders()
         self.update_chart()
+        self.simulate_box.stale()
         self._replan.start()
 
     def _label_sliders(self) -> None:
