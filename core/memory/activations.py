@@ -97,6 +97,16 @@ def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
     return PerToken(rep, split, per_key)
 
 
+# Gemma 2 caps attention scores and logits with tanh, which transformers runs only in eager
+# attention (it refuses SDPA for the family).
+_SOFTCAP = ("gemma2",)
+
+
+def eager_attention(spec: ModelSpec, setup: Setup) -> bool:
+    """Whether the attention materialises its scores: asked for, or the family's only path."""
+    return setup.attention == "eager" or spec.family in _SOFTCAP
+
+
 def _input_casts(spec: ModelSpec) -> tuple[int, int]:
     """How many linears read the attention's and the MLP's normed input, each casting it."""
     attn = 1 if spec.fused_qkv else (2 if spec.mla else 3)
@@ -118,11 +128,15 @@ def _attention(spec: ModelSpec, setup: Setup, e: float, qd: int, kvd: int,
                out_proj_input: bool) -> float:
     if spec.mla:  # compressed KV is expanded per head before attention
         kvd = spec.n_heads * spec.head_dim
-    eager = setup.attention == "eager"
-    k_and_v = 2 * qd if eager and not setup.fused_layers else 2 * kvd  # repeat_kv copies
-    # Attention output: flash keeps it for its backward; otherwise only a trainable o_proj.
-    out = e * qd if not eager or out_proj_input or setup.fused_layers else 0.0
-    lse = 0.0 if eager else 4.0 * spec.n_heads
+    eager = eager_attention(spec, setup)
+    rebuilt = setup.recompute == "selective" and not setup.fused_layers  # the core is recomputed
+    # eager attention keeps repeat_kv's copies, unless selective recompute rebuilds them
+    k_and_v = 2 * qd if eager and not setup.fused_layers and not rebuilt else 2 * kvd
+    # Attention output: flash keeps it for its backward (unless selective recompute rebuilds
+    # the attention core); otherwise only a trainable o_proj keeps it.
+    core_kept = not eager and not rebuilt
+    out = e * qd if core_kept or out_proj_input or setup.fused_layers else 0.0
+    lse = 4.0 * spec.n_heads if core_kept else 0.0
     # A fused projection with rotary embeddings (Phi-3): q and k are rotated copies, and v, a
     # view, keeps the whole fused output alive.
     fused_rope = e * (qd + spec.kv_dim) if spec.fused_qkv and not spec.positions else 0.0
@@ -167,7 +181,7 @@ def cross_attention(spec: ModelSpec, setup: Setup) -> float:
 
 def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
     """Bytes per token per key position: the s x s attention matrices eager attention keeps."""
-    if setup.attention != "eager" or setup.recompute in ("selective", "full"):
+    if not eager_attention(spec, setup) or setup.recompute in ("selective", "full"):
         return 0.0
     a = spec.n_heads
     if setup.fused_layers:  # Korthikanti: softmax output, dropout mask and output (5as)
@@ -175,7 +189,8 @@ def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
     # Llama-style eager attention takes the softmax in fp32 (as CUDA autocast does GPT-2's);
     # the product with V keeps a compute-dtype copy (after dropout, beside its mask).
     if spec.norm != "layer" or autocast(setup):
-        return a * (4.0 + e + (1.0 if spec.dropout else 0.0))
+        softcap = e if spec.family in _SOFTCAP else 0.0  # tanh keeps its output
+        return a * (4.0 + e + softcap + (1.0 if spec.dropout else 0.0))
     # GPT-2-era models outside autocast keep one softmax in the compute dtype.
     return a * (e + (e + 1 if spec.dropout else 0.0))
 
@@ -237,7 +252,25 @@ def block_bytes(spec: ModelSpec, setup: Setup) -> float:
     """Activation bytes of all transformer blocks on the busiest GPU (first pipeline stage)."""
     lay = setup.layout
     tokens = setup.micro_batch * setup.seq_len
-    s, tp, sp = setup.seq_len, lay.tp, lay.sequence_parallel
+    per_layer = _per_layer(spec, setup)
+    layers = spec.n_layers / lay.pp
+    if setup.recompute == "full":
+        kept = element_bytes(setup) * spec.hidden / (lay.tp if lay.sequence_parallel else 1)
+        stored = kept * layers * _in_flight(setup)
+        return tokens * (stored + max(per_layer))  # one layer is rebuilt during backward
+    return tokens * sum(per_layer) / len(per_layer) * layers * _in_flight(setup)
+
+
+def rebuilt_layer_bytes(spec: ModelSpec, setup: Setup) -> float:
+    """Under full recompute, the one layer rebuilt in backward (part of :func:`block_bytes`)."""
+    if setup.recompute != "full":
+        return 0.0
+    return setup.micro_batch * setup.seq_len * max(_per_layer(spec, setup))
+
+
+def _per_layer(spec: ModelSpec, setup: Setup) -> list[float]:
+    """Bytes per token of each block: dense, MoE, and decoder blocks with cross-attention."""
+    s, tp, sp = setup.seq_len, setup.layout.tp, setup.layout.sequence_parallel
     dense = layer_per_token(spec, setup, moe=False).total(s, tp, sp)
     moe = layer_per_token(spec, setup, moe=True).total(s, tp, sp) if spec.is_moe else 0.0
     n_moe = spec.moe_layers
@@ -247,13 +280,7 @@ def block_bytes(spec: ModelSpec, setup: Setup) -> float:
         decoder = dense + (cross_attention(spec, setup) + s * (
             _bias_per_key(spec, setup, e, True) - _bias_per_key(spec, setup, e, False))) / tp
         per_layer[-spec.decoder_layers:] = [decoder] * spec.decoder_layers
-    layers = spec.n_layers / lay.pp
-    if setup.recompute == "full":
-        kept = element_bytes(setup) * spec.hidden / (tp if sp else 1)
-        stored = kept * layers * _in_flight(setup)
-        return tokens * (stored + max(per_layer))  # one layer is rebuilt during backward
-    mean = sum(per_layer) / len(per_layer)
-    return tokens * mean * layers * _in_flight(setup)
+    return per_layer
 
 
 def _in_flight(setup: Setup) -> float:
@@ -289,6 +316,8 @@ def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
     """
     e = element_bytes(setup)
     tp = setup.layout.tp
+    if setup.method == "inference" and spec.family in ENCODER_ONLY:
+        return setup.micro_batch * setup.seq_len * spec.vocab * e / tp  # every position scored
     if setup.method == "inference":
         return setup.micro_batch * spec.vocab * (e + 4) / tp  # only the last position
     if setup.fused_loss:
@@ -296,6 +325,7 @@ def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
     return setup.micro_batch * setup.seq_len * spec.vocab * _per_logit(spec, setup, e) / tp
 
 
+ENCODER_ONLY = ("bert", "roberta")
 # Families whose loss is a plain CrossEntropyLoss on the model-dtype logits (no upcast).
 _NO_UPCAST_LOSS = ("bert", "roberta", "t5", "mt5")
 
@@ -303,6 +333,8 @@ _NO_UPCAST_LOSS = ("bert", "roberta", "t5", "mt5")
 def _per_logit(spec: ModelSpec, setup: Setup, e: float) -> float:
     if setup.fused_layers:
         return e + LOGITS_FUSED
+    if spec.family in _SOFTCAP:
+        return LOGITS_EAGER + e  # the final logit softcap's tanh keeps its output
     if spec.family not in _NO_UPCAST_LOSS:
         return LOGITS_EAGER
     # log-softmax output, NLL gradient and log-softmax gradient: in the compute dtype, or
@@ -317,6 +349,8 @@ def inference_bytes(spec: ModelSpec, setup: Setup) -> float:
     width = spec.active_intermediate if spec.is_moe else spec.intermediate
     mlp = (3 if spec.gated_mlp else 2) * e * width
     scores = 0.0
-    if setup.attention == "eager":
+    if eager_attention(spec, setup):
         scores = spec.n_heads * setup.seq_len * (2 * e + 4)
-    return tokens * (4 * e * spec.hidden + max(mlp, scores)) / setup.layout.tp
+    # T5's encoder keeps its position bias (heads x s x s) through every encoder layer
+    bias = setup.seq_len * _bias_per_key(spec, setup, e, decoder=False) * setup.seq_len
+    return (tokens * (4 * e * spec.hidden + max(mlp, scores)) + bias) / setup.layout.tp

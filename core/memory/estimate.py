@@ -271,13 +271,17 @@ def _ddp_buckets(setup: Setup) -> bool:
 def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
     """Activations, logits and KV cache of one GPU on this stage."""
     if not setup.training:
-        return {"activations": act.inference_bytes(spec, setup),
-                "logits": act.logits_bytes(spec, setup) if stage.head else 0.0,
-                "kv_cache": kv_cache_bytes(spec, setup)}
+        logits = act.logits_bytes(spec, setup) if stage.head else 0.0
+        # a layer's workspace is gone by the time the head scores: the larger of the two
+        return {"activations": max(0.0, act.inference_bytes(spec, setup) - logits),
+                "logits": logits, "kv_cache": kv_cache_bytes(spec, setup)}
     activations = act.block_bytes(spec, setup) + act.expert_adapter_bytes(spec, setup)
     if stage.embedding or stage.head:
         activations += act.edge_bytes(spec, setup)
     logits = act.logits_bytes(spec, setup) if stage.head else 0.0
+    # Under full recompute the rebuilt layer comes after the loss's gradients are freed: the
+    # peak holds the larger of the two, not both.
+    activations -= min(act.rebuilt_layer_bytes(spec, setup), logits)
     return {"activations": activations, "logits": logits, "kv_cache": 0.0}
 
 
@@ -290,7 +294,10 @@ def kv_cache_bytes(spec: ModelSpec, setup: Setup) -> float:
     lay = setup.layout
     e = 4.0 if setup.compute_dtype == "fp32" else 2.0
     tokens = setup.micro_batch * setup.seq_len
-    layers = spec.n_layers / lay.pp
+    if spec.family in act.ENCODER_ONLY:
+        return 0.0  # an encoder scores the whole input at once: nothing to cache
+    # Encoder-decoders cache the source's keys and values in each decoder block only.
+    layers = (spec.decoder_layers or spec.n_layers) / lay.pp
     if spec.mla:
         return layers * tokens * (spec.kv_lora_rank + spec.rope_head_dim) * e
     heads = spec.n_kv_heads / lay.tp if spec.n_kv_heads >= lay.tp else 1
