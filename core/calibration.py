@@ -10,8 +10,13 @@ analytical model, or the parent group's fit: shrinkage for small groups),
 Huber weights (one odd run cannot drag a group), and runs that died of OOM
 as one-sided constraints (the peak exceeded the card). The Laplace
 approximation gives each group's parameter uncertainty; predictions widen
-their interval with it, with the group's leave-one-out scatter, and with the
-distance from the runs the group has seen.
+their interval with it, with the group's scatter, and with the distance from
+the runs the group has seen.
+
+A group's figures are only *trusted* when they were checked on runs the fit
+never saw, held out a whole experiment at a time (a sweep of one model and
+method teaches nothing about the next one): :func:`trust` says so, with the
+reason, for the command line and the app alike.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ NOISE = 0.08  # relative scatter of a recorded peak around what its setup implie
 HUBER = 1.5  # residuals beyond 1.5 noise units get down-weighted
 Z90 = 1.645
 COUNTERS = ("allocated", "reserved", "device")
+TRUSTED_INTERVAL = 0.25  # a trusted 90 % interval stays within +-25 % of its figure
+MIN_EXPERIMENTS = 2
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,11 @@ class Sample:
     oom_capacity_gib: float | None = None  # the run died needing more than this
     mfu: float | None = None
     name: str = ""
+    experiment: str = ""  # runs of one model and method: held out together
+
+    @property
+    def held_out_key(self) -> str:
+        return self.experiment or f"run {self.run_id}"
 
     @property
     def context(self) -> tuple[str, str, str]:
@@ -98,8 +110,14 @@ class GroupFit:
     cov: tuple[tuple[float, ...], ...]
     noise: float  # relative scatter of the group's runs around the fit
     run_ids: tuple[int, ...]
-    loo_error: float | None = None  # median |error| / peak, each run predicted without it
+    held_out_error: float | None = None  # median |error| / peak, its experiment held out
     prior_error: float | None = None  # the same for the uncalibrated model
+    experiments: int = 0
+
+    @property
+    def interval(self) -> float:
+        """Half-width of the group's 90 % interval, relative to the figure."""
+        return Z90 * self.noise
 
     @property
     def coefficients(self) -> dict[str, float]:
@@ -121,6 +139,8 @@ class Calibrated:
     group: str
     run_ids: tuple[int, ...]
     readings: dict[str, float] = field(default_factory=dict)
+    trusted: bool = False
+    why: str = ""  # why the figure is (not) trusted, in a sentence
 
 
 @dataclass
@@ -130,7 +150,7 @@ class Calibration:
     groups: dict[tuple[str, ...], GroupFit]
     samples: list[Sample]
     mfu_by_gpu: dict[str, float] = field(default_factory=dict)
-    # (run id, counter) -> GiB predicted by the fit of every other run (leave_one_out fills it)
+    # (run id, counter) -> GiB predicted with its experiment held out (held_out_fit fills it)
     held_out: dict[tuple[int, str], float] = field(default_factory=dict)
 
     def group_for(self, sample_context: tuple[str, str, str]) -> GroupFit | None:
@@ -155,8 +175,13 @@ class Calibration:
         spread = math.sqrt(group.noise**2 + float(grad @ np.array(group.cov) @ grad)
                            / max(value, 1e-6) ** 2 + distance**2)
         readings = {c: float(predict_gib(terms, theta, c)[0]) for c in COUNTERS}
+        trusted, why = trust(group)
+        if trusted and Z90 * spread > TRUSTED_INTERVAL:
+            trusted, why = False, (f"this setup is far from the group's runs: its 90 % interval "
+                                   f"is ±{Z90 * spread:.0%}, wider than ±{TRUSTED_INTERVAL:.0%}")
         return Calibrated(counter, float(value), float(value * max(0.0, 1 - Z90 * spread)),
-                          float(value * (1 + Z90 * spread)), group.label, near, readings)
+                          float(value * (1 + Z90 * spread)), group.label, near, readings,
+                          trusted, why)
 
     def _nearest(self, probe: Sample, group: GroupFit) -> tuple[tuple[int, ...], float]:
         members = [s for s in self.samples if s.run_id in group.run_ids]
@@ -284,18 +309,23 @@ def _mfu(samples: list[Sample]) -> dict[str, float]:
     return {gpu: float(np.median(v)) for gpu, v in by_gpu.items()}
 
 
-def leave_one_out(samples: Sequence[Sample],
-                  refit: Callable[[list[Sample]], Calibration] = fit) -> Calibration:
-    """Fit all samples, then record each group's leave-one-out and prior errors."""
+def held_out_fit(samples: Sequence[Sample],
+                 refit: Callable[[list[Sample]], Calibration] = fit) -> Calibration:
+    """Fit all samples, then each group's errors with one experiment at a time held out.
+
+    Every run of the held-out experiment (all its counters) leaves the fit
+    together, so a sweep of one setup cannot vouch for itself.
+    """
     full = refit(list(samples))
     errors: dict[tuple[str, ...], list[float]] = {}
     prior: dict[tuple[str, ...], list[float]] = {}
-    for run_id in dict.fromkeys(s.run_id for s in full.samples):
-        rest = refit([s for s in full.samples if s.run_id != run_id])  # all of a run's counters
-        for held in (s for s in full.samples if s.run_id == run_id and s.peak_gib is not None):
+    for experiment in dict.fromkeys(s.held_out_key for s in full.samples):
+        rest = refit([s for s in full.samples if s.held_out_key != experiment])
+        for held in (s for s in full.samples
+                     if s.held_out_key == experiment and s.peak_gib is not None):
             predicted = rest.predict(held.spec, held.setup, held.gpu, held.counter)
             if predicted is not None:
-                full.held_out[(run_id, held.counter)] = predicted.gib
+                full.held_out[(held.run_id, held.counter)] = predicted.gib
             analytical = predict_gib(_terms(held.spec, held.setup), PRIOR_MEAN, held.counter)[0]
             for key in _keys(held.context):
                 if key not in full.groups:
@@ -304,9 +334,41 @@ def leave_one_out(samples: Sequence[Sample],
                     errors.setdefault(key, []).append(abs(predicted.gib / held.peak_gib - 1))
                 prior.setdefault(key, []).append(abs(analytical / held.peak_gib - 1))
     for key, group in full.groups.items():
+        members = {s.held_out_key for s in full.samples if s.run_id in set(group.run_ids)}
         full.groups[key] = replace(
             group,
-            loo_error=float(np.median(errors[key])) if errors.get(key) else None,
+            held_out_error=float(np.median(errors[key])) if errors.get(key) else None,
             prior_error=float(np.median(prior[key])) if prior.get(key) else None,
+            experiments=len(members),
         )
     return full
+
+
+def trust(group: GroupFit) -> tuple[bool, str]:
+    """Whether a group's calibrated figures can lead, and why, in one sentence.
+
+    Trusted: checked on at least two experiments held out one at a time,
+    better there than the uncalibrated model, with a 90 % interval within
+    ±25 % that the held-out error also stays within.
+    """
+    runs = len(set(group.run_ids))
+    if group.experiments < MIN_EXPERIMENTS:
+        return False, (f"{runs} run{'s' if runs != 1 else ''} of {_count(group.experiments)}: "
+                       f"too few to check on an experiment the fit never saw")
+    if group.held_out_error is None or group.prior_error is None:
+        return False, "no held-out check could be made"
+    held, prior = f"{group.held_out_error:.0%}", f"{group.prior_error:.0%}"
+    if group.held_out_error >= group.prior_error:
+        return False, f"held-out error {held}, no better than {prior} uncalibrated"
+    if group.interval > TRUSTED_INTERVAL:
+        return False, (f"held-out error {held} against {prior} uncalibrated, but its 90 % "
+                       f"interval is ±{group.interval:.0%}, wider than ±{TRUSTED_INTERVAL:.0%}")
+    if group.held_out_error > group.interval:
+        return False, (f"held-out error {held} is outside its own ±{group.interval:.0%} "
+                       "interval")
+    return True, (f"held-out error {held} against {prior} uncalibrated, over "
+                  f"{group.experiments} experiments")
+
+
+def _count(experiments: int) -> str:
+    return "one experiment" if experiments == 1 else f"{experiments} experiments"

@@ -33,6 +33,8 @@ class GPU:
     source: str
     aliases: tuple[str, ...] = ()
     approx: bool = False
+    host_link_gbs: float = 25.0  # to the host, one direction: what CPU offload moves over
+    usd_per_hour: float = 0.0  # indicative rental price per GPU-hour (0: unknown)
 
     @property
     def fast_link(self) -> bool:

@@ -1,37 +1,69 @@
-"""Layouts that fit: the seed article's decision list turned into an enumeration.
+"""Layouts that fit, in the order a user would accept them.
 
-For a model, a setup and a GPU budget, try data parallelism first (cheapest
-communication), then ZeRO stages, tensor parallelism inside a node (only over
-NVLink-class links), pipeline parallelism across nodes; on each layout apply
-the cheapest knobs in order (recompute, 8-bit optimizer, offload, then LoRA
-and QLoRA when full fine-tuning cannot fit). Each plan keeps a 15 % margin,
-the largest micro batch and sequence that fit, and a throughput estimate from
-6·N·tokens + attention FLOPs at a model-FLOPs utilisation (default 40 %).
+For a model, a setup and the GPU models to compare, the planner walks GPU
+counts upward on each model and, on every layout of that many GPUs (data
+parallel, ZeRO / FSDP, tensor parallel inside a node, pipeline across
+nodes), looks for the fastest way to fit at three levels of change:
+
+0. **keeps the experiment**: as asked, or with knobs that keep the maths —
+   a smaller micro batch with more gradient accumulation (same samples per
+   optimizer step), recompute, a fused loss, activation offload, sharding,
+   optimizer and parameter offload (with the host RAM they need);
+1. **changes the optimizer**: 8-bit or paged 8-bit AdamW on top of those;
+2. **changes the experiment** (shown apart): LoRA or QLoRA instead of full
+   fine-tuning, a shorter sequence.
+
+Plans rank by level, then by what a token costs (dollars where the catalog
+prices the GPU, else GPU-seconds), so an offload plan that needs few GPUs
+but crawls does not outrank one that runs as asked. On each GPU model the
+"as asked" layout (no knob turned) is listed too, however many GPUs and
+nodes it takes. Knobs are only those the framework offers. Every plan keeps
+the margin free on the figure it shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from core.gpus import GPU
 from core.memory import GIB, ModelSpec, Setup, SetupError, estimate
+from core.memory.frameworks import framework as framework_preset
+from core.metrics import MARGIN
+from core.throughput import (
+    ACTIVATION_OFFLOAD_SPEED,
+    DEFAULT_MFU,
+    FULL_SPEED_TOKENS,
+    SMALL_BATCH_EXPONENT,
+    offload,
+    throughput,
+    training_flops_per_token,
+)
 
-MARGIN = 0.15  # the seed article: keep 15-20 % of the card free
-DEFAULT_MFU = 0.40
+__all__ = ["DEFAULT_MFU", "LEVELS", "MARGIN", "Fit", "Plan", "Predict", "analytical",
+           "check_fit", "fits", "largest", "plan", "throughput", "training_flops_per_token"]
+
 TP_SIZES = (1, 2, 4, 8)
 PP_SIZES = (1, 2, 4, 8, 16)
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 MAX_MICRO_BATCH = 4096
-PCIE_TP_SLOWDOWN = 0.5  # TP all-reduces every layer; over PCIe they dominate
-OFFLOAD_SLOWDOWN = 0.6
+LEVELS = ("keeps the experiment", "changes the optimizer", "changes the experiment")
+AS_ASKED = "as asked"
 
 Predict = Callable[[ModelSpec, Setup, GPU], float]
 
 
 def analytical(spec: ModelSpec, setup: Setup, gpu: GPU) -> float:
-    """Device bytes per GPU (what nvidia-smi would show) from the analytical model."""
-    return estimate(spec, setup).device
+    """Device bytes per GPU the run needs, from the analytical model."""
+    return _required(spec, setup)
+
+
+@lru_cache(maxsize=65536)
+def _required(spec: ModelSpec, setup: Setup) -> float:
+    """Estimates repeat across GPU models (memory does not depend on the card): keep them."""
+    return estimate(spec, setup).required
 
 
 @dataclass(frozen=True)
@@ -47,7 +79,7 @@ class Fit:
 
 @dataclass(frozen=True)
 class Plan:
-    """One layout on one GPU model, with the knobs it needed."""
+    """One layout on one GPU model, with the knobs it turned and what they cost."""
 
     gpu: str
     setup: Setup
@@ -59,18 +91,45 @@ class Plan:
     tokens_per_s: float
     changes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    level: int = 0  # index into LEVELS
+    speed: float = 1.0  # throughput against the same layout as asked
+    host_ram_gib: float = 0.0  # per node, for CPU offload
+    offload_s_per_step: float = 0.0
+    usd_per_hour: float = 0.0  # the whole plan's GPUs
 
     @property
     def n_gpus(self) -> int:
         return self.setup.layout.n_gpus
 
     @property
+    def nodes(self) -> int:
+        return self.setup.layout.nodes
+
+    @property
     def layout(self) -> str:
         return self.setup.layout.describe()
 
+    @property
+    def global_batch(self) -> int:
+        return self.setup.global_batch
+
+    @property
+    def summary(self) -> str:
+        """What the plan changes, first thing first ("as asked" when nothing)."""
+        return "; ".join(self.changes) if self.changes else AS_ASKED
+
+    def hours(self, tokens: float) -> float | None:
+        return tokens / self.tokens_per_s / 3600 if tokens and self.tokens_per_s > 0 else None
+
+    def cost(self, tokens: float) -> float | None:
+        """Rental cost of ``tokens`` on this plan, when the catalog prices its GPU."""
+        hours = self.hours(tokens)
+        return hours * self.usd_per_hour if hours and self.usd_per_hour else None
+
 
 def fits(device_bytes: float, gpu: GPU, margin: float = MARGIN) -> bool:
-    return device_bytes * (1 + margin) <= gpu.memory_gib * GIB
+    """The run fits when it leaves ``margin`` of the card free."""
+    return device_bytes <= (1 - margin) * gpu.memory_gib * GIB
 
 
 def check_fit(spec: ModelSpec, setup: Setup, gpu: GPU, predict: Predict = analytical,
@@ -96,61 +155,305 @@ def largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
     return good
 
 
-def plan(spec: ModelSpec, setup: Setup, gpus: Iterable[GPU], max_gpus: int = 8,
+@dataclass(frozen=True)
+class _Search:
+    """One planning question: the model, what was asked, and how to judge a candidate."""
+
+    spec: ModelSpec
+    asked: Setup
+    predict: Predict
+    margin: float
+    rate: Callable[[GPU], float]
+    batch: int  # samples per optimizer step to keep
+    fixed_batch: bool  # the user stated it: more replicas may not grow it
+
+    def device(self, setup: Setup, gpu: GPU) -> float | None:
+        try:
+            return self.predict(self.spec, setup, gpu)
+        except SetupError:
+            return None
+
+    def ok(self, setup: Setup, gpu: GPU) -> bool:
+        device = self.device(setup, gpu)
+        return device is not None and fits(device, gpu, self.margin)
+
+
+def plan(spec: ModelSpec, setup: Setup, gpus: Iterable[GPU], max_gpus: int | None = None,
          predict: Predict = analytical, mfu: Callable[[GPU], float] | None = None,
-         margin: float = MARGIN, limit: int = 12) -> list[Plan]:
-    """Feasible layouts ranked: the asked method first, then fewest GPUs, then fastest.
+         margin: float = MARGIN, limit: int = 12, global_batch: int | None = None) -> list[Plan]:
+    """Plans that fit, ranked: level of change, then GPUs needed, then speed.
 
-    Per GPU model and layout (GPUs, TP, PP) only the cheapest way to fit is
-    kept: the lowest ZeRO stage with the fewest knobs turned.
+    ``global_batch`` fixes the samples per optimizer step; otherwise each
+    data-parallel replica keeps the asked micro batch x accumulation.
     """
-    rate = mfu or (lambda gpu: DEFAULT_MFU)
-    gpus = list(gpus)
-    best: dict[tuple, tuple] = {}
-    for n in (c for c in GPU_COUNTS if c <= max_gpus):
-        if sum(1 for v in best.values() if not v[0][0]) >= limit:
-            break  # enough plans keep the method on fewer GPUs; more GPUs cannot rank higher
-        for gpu in gpus:
-            for candidate, warnings in _layouts(spec, setup, gpu, n):
-                lay = candidate.layout
-                key = (gpu.name, n, lay.tp, lay.pp)
-                if key in best and best[key][0][:2] == (False, 0):
-                    continue  # fits as asked at a lower ZeRO stage: nothing here beats it
-                chosen = _cheapest_knobs(spec, candidate, gpu, predict, margin)
-                if chosen is None:
-                    continue
-                knobbed, device, rung = chosen
-                cost = (knobbed.method != setup.method, rung, knobbed.layout.zero)
-                if key not in best or cost < best[key][0]:
-                    speed = throughput(spec, knobbed, gpu, rate(gpu))
-                    best[key] = (cost, gpu, knobbed, device, speed, warnings)
-    ranked = sorted(best.values(), key=lambda v: (v[0][0], v[2].layout.n_gpus, -v[4]))
-    return [_plan(spec, knobbed, gpu, device, speed, predict, margin,
-                  _describe_changes(setup, knobbed), warnings)
-            for _, gpu, knobbed, device, speed, warnings in ranked[:limit]]
+    search = _Search(spec, setup, predict, margin, mfu or (lambda gpu: DEFAULT_MFU),
+                     global_batch or setup.micro_batch * setup.grad_accum, global_batch is not None)
+    gpus = {gpu.name: gpu for gpu in gpus}
+    found = [p for gpu in gpus.values() for p in _plans_on(search, gpu, max_gpus)]
+    ranked = sorted(found, key=lambda p: (p.level, _cost_per_token(p), p.n_gpus))
+    kept = [p for p in ranked if p.level == 0][:limit]
+    kept += [p for p in ranked if p.level > 0][:limit]
+    return [_with_limits(search, p, gpus[p.gpu]) for p in kept]
 
 
-def _layouts(spec: ModelSpec, setup: Setup, gpu: GPU, n: int):
+def _cost_per_token(p: Plan) -> float:
+    """Dollars per token where the catalog prices the GPU, else GPU-seconds per token."""
+    rate = p.usd_per_hour / 3600 if p.usd_per_hour else p.n_gpus
+    return rate / max(p.tokens_per_s, 1e-9)
+
+
+def _plans_on(search: _Search, gpu: GPU, max_gpus: int | None) -> list[Plan]:
+    """On one GPU model: the fewest GPUs for each level of change, and the as-asked layout.
+
+    Counts grow until the setup fits as asked (or the budget ends); a level is
+    looked for only on fewer GPUs than the experiment can be kept on.
+    """
+    out: list[Plan] = []
+    found: set[int] = set()
+    for n in (c for c in GPU_COUNTS if max_gpus is None or c <= max_gpus):
+        best: dict[int, Plan] = {}
+        for layout in _layouts(search, gpu, n):
+            for level in (lvl for lvl in range(3) if lvl not in found):
+                if level and 0 in best:
+                    break
+                plan_ = _cheapest(search, layout, gpu, level)
+                if plan_ and (level not in best or plan_.tokens_per_s > best[level].tokens_per_s):
+                    best[level] = plan_
+        if 0 in best:
+            best = {0: best[0]}
+        out += best.values()
+        found |= set(best) | ({1, 2} if 0 in best else set())
+        if any(p.level == 0 and not p.changes for p in out):
+            break
+        if 0 in found:  # keep going only to find the as-asked layout
+            as_asked = _as_asked_on(search, gpu, n * 2, max_gpus)
+            out += as_asked
+            break
+    return out
+
+
+def _as_asked_on(search: _Search, gpu: GPU, start: int, max_gpus: int | None) -> list[Plan]:
+    """The fewest GPUs (from ``start``) that run the setup exactly as asked, if any."""
+    for n in (c for c in GPU_COUNTS if c >= start and (max_gpus is None or c <= max_gpus)):
+        fitting = [layout for layout in _layouts(search, gpu, n) if search.ok(layout, gpu)]
+        if fitting:
+            plans = [_plan(search, layout, gpu, 0) for layout in fitting]
+            return [max(plans, key=lambda p: p.tokens_per_s)]
+    return []
+
+
+def _layouts(search: _Search, gpu: GPU, n: int) -> Iterator[Setup]:
     """Layouts of ``n`` GPUs in the article's order: DP, ZeRO, TP in a node, PP across nodes."""
-    for tp in TP_SIZES:
-        for pp in PP_SIZES:
-            if n % (tp * pp) or tp > gpu.gpus_per_node or pp > spec.n_layers:
-                continue
-            if spec.n_heads % tp or (not spec.mla and spec.n_kv_heads % tp
-                                     and tp % spec.n_kv_heads):
-                continue
-            dp = n // (tp * pp)
-            for zero in (0, 1, 2, 3) if dp > 1 and setup.training else (0,):
-                candidate = setup.but(
-                    n_gpus=n, tp=tp, pp=pp, zero=zero, fsdp=None, sequence_parallel=tp > 1,
-                    pp_schedule="1f1b", virtual_stages=1, offload_optimizer=False,
-                    offload_params=False, gpus_per_node=gpu.gpus_per_node,
-                    grad_accum=max(setup.grad_accum, pp),
-                )
-                yield candidate, _layout_warnings(candidate, gpu)
+    spec, setup = search.spec, search.asked
+    for tp, pp in itertools.product(TP_SIZES, PP_SIZES):
+        if n % (tp * pp) or tp > gpu.gpus_per_node or pp > spec.n_layers:
+            continue
+        if spec.n_heads % tp or (not spec.mla and spec.n_kv_heads % tp and tp % spec.n_kv_heads):
+            continue
+        if n % (tp * pp * setup.layout.cp):
+            continue
+        dp = n // (tp * pp * setup.layout.cp)
+        per_replica = search.batch // dp if search.fixed_batch else search.batch
+        if search.fixed_batch and search.batch % dp:
+            continue  # the replicas cannot share the batch evenly
+        micro = max(m for m in range(1, min(setup.micro_batch, per_replica) + 1)
+                    if per_replica % m == 0)
+        for zero, fsdp in _sharding(setup, dp, pp):
+            yield setup.but(
+                n_gpus=n, tp=tp, pp=pp, zero=zero, fsdp=fsdp, sequence_parallel=tp > 1,
+                pp_schedule="1f1b", virtual_stages=1, gpus_per_node=gpu.gpus_per_node,
+                micro_batch=micro, grad_accum=per_replica // micro)
 
 
-def _layout_warnings(setup: Setup, gpu: GPU) -> tuple[str, ...]:
+def _sharding(setup: Setup, dp: int, pp: int) -> list[tuple[int, str | None]]:
+    """ZeRO stages or FSDP to try: the asked one's family first, none when nothing to shard."""
+    if dp == 1 or not setup.training:
+        return [(0, None)]
+    if setup.layout.fsdp:
+        return [(0, None), (0, "grad-op"), (0, "full")]
+    stages = (0, 1) if pp > 1 else (0, 1, 2, 3)  # DeepSpeed's pipeline takes ZeRO 0-1 only
+    return [(z, None) for z in stages]
+
+
+def _cheapest(search: _Search, layout: Setup, gpu: GPU, level: int) -> Plan | None:
+    """The fastest way to fit this layout at ``level`` of change, or None."""
+    for start in _level_starts(search, layout, level):
+        combos = _knob_mixes(search, start)
+        if not combos or not search.ok(_turned(start, combos[-1]), gpu):
+            continue  # even the lightest mix does not fit
+        seq = start.seq_len / start.layout.cp
+        combos.sort(key=lambda mix: _speed(mix, seq), reverse=True)
+        chosen = next(c for c in (_turned(start, m) for m in combos) if search.ok(c, gpu))
+        return _plan(search, chosen, gpu, level)
+    return None
+
+
+def _level_starts(search: _Search, layout: Setup, level: int) -> Iterator[Setup]:
+    asked = search.asked
+    if level == 0:
+        yield layout
+    elif level == 1 and asked.training and asked.optimizer in ("adamw", "paged-adamw"):
+        yield layout.but(optimizer="adamw-8bit")
+        yield layout.but(optimizer="paged-adamw-8bit")
+    elif level == 2 and asked.training:
+        if asked.method == "full":
+            yield layout.but(method="lora", optimizer="adamw")
+        if asked.method in ("full", "lora"):
+            yield layout.but(method="qlora", precision="nf4", optimizer="adamw")
+        seq = asked.seq_len // 2
+        while seq >= 512:
+            yield layout.but(seq_len=seq)
+            seq //= 2
+
+
+# A mix of knobs: micro batch, gradient accumulation, recompute, loss, activation offload,
+# optimizer offload, parameter offload.
+Mix = tuple[int, int, str, str, bool, bool, bool]
+
+
+def _knob_mixes(search: _Search, start: Setup) -> list[Mix]:
+    """Every mix of the knobs that keep the maths on ``start``, the lightest last."""
+    per_replica = _per_replica(search, start)
+    if per_replica is None:
+        return []
+    return [(micro, per_replica // micro, recompute, loss, act, off[0], off[1])
+            for micro, recompute, loss, act, off in itertools.product(
+                _micro_batches(search, per_replica), _recomputes(start), _losses(start),
+                _activation_offloads(start), _offloads(start))
+            if not (start.optimizer_in_backward and per_replica // micro > 1)]
+
+
+def _turned(start: Setup, mix: Mix) -> Setup:
+    micro, accum, recompute, loss, act, off_optimizer, off_params = mix
+    return start.but(micro_batch=micro, grad_accum=accum, recompute=recompute, loss=loss,
+                     activation_offload=act, offload_optimizer=off_optimizer,
+                     offload_params=off_params)
+
+
+def _per_replica(search: _Search, setup: Setup) -> int | None:
+    """Samples each data-parallel replica takes per step (None: the batch cannot be kept)."""
+    dp = setup.layout.dp
+    if search.fixed_batch:
+        return search.batch // dp if search.batch % dp == 0 else None
+    return search.batch
+
+
+def _micro_batches(search: _Search, per_replica: int) -> list[int]:
+    """The asked micro batch, then halvings that divide the replica's samples, down to 1."""
+    micro, out = min(search.asked.micro_batch, per_replica), []
+    while micro >= 1:
+        if per_replica % micro == 0:
+            out.append(micro)
+        micro //= 2
+    return out if out[-1:] == [1] else out + [1]
+
+
+def _recomputes(setup: Setup) -> list[str]:
+    """The asked recompute, then the heavier ones the framework offers (full always)."""
+    if not setup.training:
+        return [setup.recompute]
+    order = ("none", "selective", "op", "full")
+    offered = _knobs(setup) | {"full", setup.recompute}
+    if setup.attention != "eager":  # selective only drops eager attention's score matrices
+        offered.discard("selective")
+    return [r for r in order[order.index(setup.recompute):] if r in offered | {setup.recompute}]
+
+
+def _losses(setup: Setup) -> list[str]:
+    if setup.loss == "fused" or not setup.training or "fused_loss" not in _knobs(setup):
+        return [setup.loss]
+    return [setup.loss, "fused"]
+
+
+def _activation_offloads(setup: Setup) -> list[bool]:
+    if setup.activation_offload or "activation_offload" not in _knobs(setup):
+        return [setup.activation_offload]
+    return [False, True] if setup.training else [False]
+
+
+def _knobs(setup: Setup) -> set[str]:
+    return set(framework_preset(setup.framework).knobs)
+
+
+def _offloads(setup: Setup) -> list[tuple[bool, bool]]:
+    lay = setup.layout
+    out = [(lay.offload_optimizer, lay.offload_params)]
+    if setup.training and (lay.zero or lay.fsdp) and not setup.optimizer_in_backward:
+        out.append((True, lay.offload_params))
+        if lay.shards_params:
+            out.append((True, True))
+    return list(dict.fromkeys(out))
+
+
+# How much of its speed each knob keeps (estimates for ranking; the plan's throughput figure
+# charges offload its real transfer time).
+RECOMPUTE_SPEED = {"none": 1.0, "selective": 0.97, "op": 0.88, "full": 0.75}
+OFFLOAD_SPEED = {(False, False): 1.0, (True, False): 0.8, (True, True): 0.6}
+
+
+def _speed(mix: Mix, seq: float) -> float:
+    """Share of its speed a mix keeps: the planner tries the fastest first."""
+    micro, _, recompute, loss, act, off_optimizer, off_params = mix
+    factor = RECOMPUTE_SPEED[recompute] * min(1.0, (micro * seq / FULL_SPEED_TOKENS)
+                                              ** SMALL_BATCH_EXPONENT)
+    factor *= OFFLOAD_SPEED.get((off_optimizer, off_params), 0.6)
+    factor *= ACTIVATION_OFFLOAD_SPEED if act else 1.0
+    return factor * (0.99 if loss == "fused" else 1.0)
+
+
+def _layout_fields(setup: Setup) -> dict:
+    lay = setup.layout
+    return {"n_gpus": lay.n_gpus, "tp": lay.tp, "pp": lay.pp, "zero": lay.zero, "fsdp": lay.fsdp,
+            "sequence_parallel": lay.sequence_parallel, "gpus_per_node": lay.gpus_per_node}
+
+
+def _plan(search: _Search, setup: Setup, gpu: GPU, level: int) -> Plan:
+    """A plan for a setup that fits (its largest micro batch and sequence come later)."""
+    spec = search.spec
+    device = search.device(setup, gpu) or 0.0
+    speed = throughput(spec, setup, gpu, search.rate(gpu))
+    baseline = throughput(spec, search.asked.but(**_layout_fields(setup)), gpu, search.rate(gpu))
+    moved = offload(spec, setup, gpu)
+    return Plan(
+        gpu.name, setup, device / GIB, gpu.memory_gib, fits(device, gpu, search.margin), 0, 0,
+        speed, _changes(search, setup), _warnings(setup, gpu), level,
+        min(1.0, speed / baseline) if baseline else 1.0, moved.host_ram_gib,
+        moved.seconds_per_step, gpu.usd_per_hour * setup.layout.n_gpus)
+
+
+def _with_limits(search: _Search, p: Plan, gpu: GPU) -> Plan:
+    """The plan with the largest micro batch and sequence its knobs allow."""
+    def grows(name: str) -> Callable[[int], bool]:
+        return lambda v: search.ok(p.setup.but(**{name: v}), gpu)
+
+    return replace(p, max_micro_batch=largest(grows("micro_batch"), 1, MAX_MICRO_BATCH),
+                   max_seq_len=largest(grows("seq_len"), 1, 1 << 22))
+
+
+def _changes(search: _Search, chosen: Setup) -> tuple[str, ...]:
+    """What the plan changes from what was asked, the experiment first, then the knobs."""
+    asked, out = search.asked, []
+    for name in ("method", "precision", "optimizer", "seq_len"):
+        a, b = getattr(asked, name), getattr(chosen, name)
+        if a != b:
+            out.append(f"{name.replace('_', ' ')} {a} -> {b}")
+    if chosen.micro_batch != asked.micro_batch:
+        out.append(f"micro batch {asked.micro_batch} -> {chosen.micro_batch} with gradient "
+                   f"accumulation {chosen.grad_accum} (same {chosen.micro_batch * chosen.grad_accum}"
+                   " samples per replica and step)")
+    for name, label in (("recompute", "recompute"), ("loss", "loss")):
+        if getattr(chosen, name) != getattr(asked, name):
+            out.append(f"{label} {getattr(asked, name)} -> {getattr(chosen, name)}")
+    if chosen.activation_offload and not asked.activation_offload:
+        out.append("activations offloaded to CPU memory")
+    if chosen.layout.offload_optimizer and not asked.layout.offload_optimizer:
+        out.append("optimizer state offloaded to CPU memory")
+    if chosen.layout.offload_params and not asked.layout.offload_params:
+        out.append("parameters offloaded to CPU memory")
+    return tuple(out)
+
+
+def _warnings(setup: Setup, gpu: GPU) -> tuple[str, ...]:
     lay = setup.layout
     warnings = []
     if lay.tp > 1 and not gpu.fast_link:
@@ -159,98 +462,3 @@ def _layout_warnings(setup: Setup, gpu: GPU) -> tuple[str, ...]:
     if lay.tp * lay.pp > 1 and lay.n_gpus > gpu.gpus_per_node and lay.tp > 1:
         warnings.append("spans nodes: keep TP inside a node and use PP or DP between nodes")
     return tuple(warnings)
-
-
-def _knob_ladder(setup: Setup):
-    """Cheapest first: recompute, 8-bit optimizer, offload; each lighter method afresh.
-
-    Inference has one knob, the weights' storage: fp8, then int8, then NF4.
-    """
-    if not setup.training:
-        yield setup
-        order = ("bf16", "fp16", "fp8", "int8", "nf4")
-        start = order.index(setup.precision) + 1 if setup.precision in order else len(order)
-        for precision in order[max(start, 2):]:
-            yield setup.but(precision=precision)
-        return
-    methods = [setup]
-    if setup.method == "full":
-        methods.append(setup.but(method="lora", optimizer="adamw"))
-    if setup.method in ("full", "lora"):
-        methods.append(setup.but(method="qlora", precision="nf4", optimizer="adamw"))
-    for start in methods:
-        current = start
-        yield current
-        if start.training and start.recompute != "full":
-            current = current.but(recompute="full")
-            yield current
-        if start.optimizer == "adamw":
-            current = current.but(optimizer="adamw-8bit")
-            yield current
-        if start.training and (current.layout.zero or current.layout.fsdp):
-            yield current.but(offload_optimizer=True)
-
-
-def _cheapest_knobs(spec: ModelSpec, setup: Setup, gpu: GPU, predict: Predict, margin: float):
-    for rung, candidate in enumerate(_knob_ladder(setup)):
-        try:
-            device = predict(spec, candidate, gpu)
-        except SetupError:
-            continue
-        if fits(device, gpu, margin):
-            return candidate, device, rung
-    return None
-
-
-def _plan(spec: ModelSpec, setup: Setup, gpu: GPU, device: float, speed: float,
-          predict: Predict, margin: float, changes: tuple[str, ...],
-          warnings: tuple[str, ...]) -> Plan:
-    def ok(name: str) -> Callable[[int], bool]:
-        return lambda n: fits(predict(spec, setup.but(**{name: n}), gpu), gpu, margin)
-
-    return Plan(gpu.name, setup, device / GIB, gpu.memory_gib, fits(device, gpu, margin),
-                largest(ok("micro_batch"), 1, MAX_MICRO_BATCH), largest(ok("seq_len"), 1, 1 << 22),
-                speed, changes, warnings)
-
-
-def _describe_changes(asked: Setup, chosen: Setup) -> tuple[str, ...]:
-    out = []
-    for name in ("method", "precision", "optimizer", "recompute", "grad_accum"):
-        a, b = getattr(asked, name), getattr(chosen, name)
-        if a != b:
-            out.append(f"{name.replace('_', ' ')} {a} -> {b}")
-    if chosen.layout.offload_optimizer and not asked.layout.offload_optimizer:
-        out.append("optimizer state offloaded to CPU")
-    return tuple(out)
-
-
-def training_flops_per_token(spec: ModelSpec, setup: Setup) -> float:
-    """6·N + 12·L·(heads·head_dim)·s (PaLM appendix B); recompute adds a forward (8·N)."""
-    n = spec.active_params
-    attention = 12 * spec.n_layers * spec.n_heads * spec.head_dim * setup.seq_len
-    if setup.method == "inference":
-        return 2 * n + attention / 3
-    factor = 8 if setup.recompute == "full" else 6
-    if setup.method in ("lora", "qlora"):
-        factor -= 2  # frozen weights need no weight gradients
-    return factor * n + attention
-
-
-def throughput(spec: ModelSpec, setup: Setup, gpu: GPU, mfu: float = DEFAULT_MFU) -> float:
-    """Estimated tokens per second for the whole run."""
-    lay = setup.layout
-    if setup.method == "inference":  # decoding reads every weight (and the KV cache) per step
-        est = estimate(spec, setup)
-        per_gpu = est.breakdown["weights"] + est.breakdown["kv_cache"]
-        steps = gpu.bandwidth_tbs * 1e12 * 0.7 / max(per_gpu, 1.0)
-        return steps * setup.micro_batch * lay.dp
-    flops = gpu.peak_tflops(setup.precision) * 1e12 * mfu * lay.n_gpus
-    rate = flops / training_flops_per_token(spec, setup)
-    if lay.pp > 1:  # the 1F1B bubble: (p - 1) / (m + p - 1) of the step idles
-        m = max(setup.grad_accum, 1)
-        rate *= m / (m + lay.pp - 1)
-    if lay.tp > 1 and not gpu.fast_link:
-        rate *= PCIE_TP_SLOWDOWN
-    if lay.offload_optimizer:
-        rate *= OFFLOAD_SLOWDOWN
-    return rate

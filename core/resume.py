@@ -8,6 +8,7 @@ the user's explicit choice.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -79,26 +80,30 @@ def _name(c: Checkpoint) -> str:
 
 
 def command(c: Checkpoint) -> str:
-    """The framework's own way to resume from ``c``, ready to copy."""
+    """The framework's own way to resume from ``c``, ready to copy.
+
+    Paths are quoted for where they land (``repr`` in Python, ``shlex.quote`` in
+    a shell), so a folder named ``$(...)`` or ``"); ...`` stays a path.
+    """
     path, parent = c.path, str(PurePath(c.path).parent)
     step = c.step if c.step is not None else "N"
     commands = {
-        "hf": f'trainer.train(resume_from_checkpoint="{path}")',
-        "lightning": f'trainer.fit(model, ckpt_path="{path}")',
-        "deepspeed": f'engine.load_checkpoint("{parent}", tag="{PurePath(path).name}")',
-        "torchtitan": (f"--checkpoint.enable --checkpoint.folder {parent} "
+        "hf": f"trainer.train(resume_from_checkpoint={path!r})",
+        "lightning": f"trainer.fit(model, ckpt_path={path!r})",
+        "deepspeed": f"engine.load_checkpoint({parent!r}, tag={PurePath(path).name!r})",
+        "torchtitan": (f"--checkpoint.enable --checkpoint.folder {shlex.quote(parent)} "
                        f"--checkpoint.load_step {step}"),
-        "megatron": f"--load {parent} --ckpt-step {step}",
-        "dcp": f'torch.distributed.checkpoint.load(state_dict, checkpoint_id="{path}")',
+        "megatron": f"--load {shlex.quote(parent)} --ckpt-step {step}",
+        "dcp": f"torch.distributed.checkpoint.load(state_dict, checkpoint_id={path!r})",
     }
     return commands.get(c.kind) or _torch_command(c)
 
 
 def _torch_command(c: Checkpoint) -> str:
-    lines = [f'ckpt = torch.load("{c.path}", map_location="cpu", weights_only=True)']
+    lines = [f"ckpt = torch.load({c.path!r}, map_location='cpu', weights_only=True)"]
     for part, names in STATE_KEYS.items():
         key = next((k for k in names if k in c.keys), None)
         if key is not None:
             target = "model" if part == "model" else part
-            lines.append(f'{target}.load_state_dict(ckpt["{key}"])')
+            lines.append(f"{target}.load_state_dict(ckpt[{key!r}])")
     return "; ".join(lines)

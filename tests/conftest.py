@@ -31,6 +31,17 @@ def store(tmp_path):
     s.close()
 
 
+@pytest.fixture
+def trash(tmp_path, monkeypatch) -> Path:
+    """The system trash, redirected into the test's folder."""
+    from send2trash import plat_other
+
+    home = tmp_path / "xdg"
+    monkeypatch.setattr(plat_other, "XDG_DATA_HOME", bytes(home))
+    monkeypatch.setattr(plat_other, "HOMETRASH_B", bytes(home / "Trash"))
+    return home / "Trash" / "files"
+
+
 @pytest.fixture(scope="session")
 def pg_server():
     """URL of a PostgreSQL server for the team-tracker tests (skips where none can start)."""

@@ -24,7 +24,7 @@ def write_run(folder: Path, name: str, model: str | None, batch: int, seq: int,
               peaks: dict[str, float], shape_extra: dict | None = None,
               oom: float | None = None) -> Path:
     """A LoRA run on one H100 that logged ``peaks`` (by counter), or died of OOM."""
-    shape = {"model": model, "method": "lora", "lora_rank": 16, "micro_batch": batch,
+    shape = {"model": model, "method": "lora", "recompute": "none", "lora_rank": 16, "micro_batch": batch,
              "seq_len": seq, "precision": "mixed-bf16", "attention": "sdpa",
              "framework": "transformers", "gpu_model": "NVIDIA H100 80GB HBM3", "n_gpus": 1,
              **(shape_extra or {})}

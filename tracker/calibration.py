@@ -12,17 +12,16 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from core.calibration import Calibration, Sample, fit, leave_one_out
+from core.calibration import Calibration, Sample, fit, held_out_fit
 from core.gpus import find
 from core.memory import SetupError, check
-from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
+from core.memory.from_shape import ShapeIncomplete, experiment, inputs_from_shape, missing_facts
+from core.metrics import MEMORY_COUNTERS
 from core.models import ModelError
 from tracker.db.runs import RunSummary
 from tracker.db.schema import Run
 from tracker.store import Store
 
-# Canonical series -> the counter it records (DESIGN.md, canonical metric names).
-COUNTERS = {"mem_peak_gib": "allocated", "mem_reserved_gib": "reserved", "mem_used_gib": "device"}
 EXCLUDED = "excluded from the fit"
 NO_PEAK = "no memory peak or OOM recorded"
 
@@ -55,29 +54,46 @@ def collect(store: Store) -> Collected:
 
 def run_samples(store: Store, run: RunSummary) -> list[Sample]:
     """The samples of one run (raises ShapeIncomplete when its shape says too little)."""
-    peaks = {c: run.stat(name, "max") for name, c in COUNTERS.items()}
+    peaks = {c: run.stat(name, "max") for name, c in MEMORY_COUNTERS.items()}
     peaks = {c: v for c, v in peaks.items() if v is not None and v > 0}
     ooms = store.events(run.id, kinds=["oom"])
     if not peaks and not ooms:
         return []
+    missing = missing_facts(run.shape)
+    if missing:
+        raise ShapeIncomplete(
+            f"its log does not say {_listed(missing)}, which "
+            f"{'moves' if len(missing) == 1 else 'move'} memory: state "
+            f"{'it' if len(missing) == 1 else 'them'} in the run's Details to use the run")
     spec, setup, _ = inputs_from_shape(run.shape)
     check(spec, setup)
     gpu = _gpu_name(run.shape.gpu_model)
     mfu = _mfu(run)
-    samples = [Sample(run.id, spec, setup, gpu, counter, float(peak), None, mfu, run.name)
+    label = experiment(run.shape)
+    samples = [Sample(run.id, spec, setup, gpu, counter, float(peak), None, mfu, run.name, label)
                for counter, peak in peaks.items()]
     for event in ooms[:1]:
         capacity = _capacity(event.data, run, gpu)
         if capacity:
             samples.append(Sample(run.id, spec, setup, gpu, "device", None, capacity, mfu,
-                                  run.name))
+                                  run.name, label))
     return samples
 
 
+_FACT_NAMES = {"method": "the method", "recompute": "whether it recomputed activations",
+               "zero_stage": "how it sharded (ZeRO stage or FSDP)",
+               "cpu_offload": "whether it offloaded to the CPU"}
+
+
+def _listed(missing: list[str]) -> str:
+    names = [_FACT_NAMES[m] for m in missing]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def calibrate(store: Store, with_errors: bool = True) -> tuple[Calibration, Collected]:
-    """Fit the memory model to the store's runs (leave-one-out errors when asked)."""
+    """Fit the memory model to the store's runs (held-out errors, by experiment, when asked)."""
     collected = collect(store)
-    calibration = leave_one_out(collected.samples) if with_errors else fit(collected.samples)
+    calibration = held_out_fit(collected.samples) if with_errors else fit(collected.samples)
     return calibration, collected
 
 

@@ -26,7 +26,7 @@ from tracker.db.runs import SourceStat
 from tracker.db.schema import Run, SourceFile
 from tracker.enrich import enrich
 from tracker.readers import Reader, ReaderError, best_reader, labels
-from tracker.readers._common import head, looks_binary
+from tracker.readers._common import head, looks_binary, special_kind
 from tracker.store import Store
 
 log = logging.getLogger(__name__)
@@ -191,6 +191,9 @@ def _alias(entry: os.DirEntry) -> bool:
 def _ingest_unit(store: Store, unit: _Unit) -> list[FileResult]:
     path = unit.path
     result = FileResult(str(path), "error")
+    refused = _refused(path)
+    if refused:
+        return [_quiet(unit, result, refused)]
     try:
         if path.is_file() and path.stat().st_size == 0:
             return [_quiet(unit, result, "empty file")]
@@ -211,11 +214,24 @@ def _ingest_unit(store: Store, unit: _Unit) -> list[FileResult]:
         result.reason = _db_reason(err)
     except OSError as err:
         result.reason = f"cannot read: {err.strerror or err}"
-    except Exception as err:  # a reader bug must not stop the other files
-        log.exception("reader failed on %s", path)
+    except Exception as err:  # a reader bug must not stop the other files, nor print a traceback
+        log.debug("reader failed on %s", path, exc_info=True)
         first = str(err).splitlines()[0] if str(err) else ""
         result.reason = f"could not read ({type(err).__name__}: {first})"
     return [result]
+
+
+def _refused(path: Path) -> str | None:
+    """Why a path is not even opened: a FIFO (an open would block), a socket, a device, a
+    name that is not UTF-8 (it could not be stored)."""
+    kind = special_kind(path)
+    if kind is not None:
+        return f"not a regular file ({kind}): skipped"
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return "the file name is not valid UTF-8: rename it to ingest it"
+    return None
 
 
 def _quiet(unit: _Unit, result: FileResult, reason: str) -> FileResult:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.memory.frameworks import framework as framework_preset
 from core.memory.precision import PRECISIONS
 from core.memory.setup import Setup
 from core.memory.spec import ModelSpec
@@ -27,7 +28,11 @@ _ACT_SAVES = {"silu": 1, "gelu": 1, "relu": 1, "gelu_new": 4}
 # Trainer keeps only the loss), and backward adds the NLL gradient and the log-softmax
 # gradient, both fp32: 12 bytes whatever the compute dtype (simulated with MemTracker).
 LOGITS_EAGER = 12
-LOGITS_FUSED = 4  # Megatron's vocab-parallel CE keeps one fp32 softmax, gradient in place
+LOGITS_TE = 4.0  # Megatron's vocab-parallel CE keeps one fp32 softmax, gradient in place
+LOGITS_CHUNKED = 4.0  # one fp32 (torchtune) or two bf16 (LitGPT) saved per logit...
+LOSS_CHUNKS = 8  # ...and one chunk of 8 upcast at a time (torchtune's default)
+# torchtune's OffloadActivations keeps the layer being computed and the one being copied.
+OFFLOAD_RESIDENT_LAYERS = 2
 
 
 @dataclass(frozen=True)
@@ -64,13 +69,16 @@ def fp32_stream(setup: Setup) -> bool:
     caches weight casts, not activation casts). Fused frameworks keep 16-bit
     parameters beside an fp32 master and have none of this.
     """
-    return setup.method == "full" and autocast(setup) and not setup.fused_layers \
-        and setup.framework != "deepspeed"
+    preset = framework_preset(setup.framework)
+    return (setup.method == "full" and autocast(setup) and not preset.fused_layers
+            and not preset.master_only and preset.zero_bucket is None and not setup.layout.zero)
 
 
 def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
-    """Saved bytes per token in one transformer block, with no recompute."""
+    """Saved bytes per token in one transformer block (no recompute, or per-op)."""
     e = element_bytes(setup)
+    if setup.recompute == "op":
+        return _op_checkpointed(spec, e, moe)
     full = setup.method == "full"
     h, qd, kvd = spec.hidden, spec.n_heads * (spec.v_head_dim or spec.head_dim), spec.kv_dim
     width = spec.active_intermediate if moe else spec.intermediate
@@ -78,11 +86,12 @@ def layer_per_token(spec: ModelSpec, setup: Setup, moe: bool) -> PerToken:
     norm_in = (e if spec.norm == "layer" and not autocast(setup) else 4.0) * h
     attn_in_saved, mlp_in_saved = _inputs_saved(setup)
     attn_casts, mlp_casts = _input_casts(spec) if fp32_stream(setup) else (1, 1)
-    if setup.fused_layers:
+    fused_norm = setup.fused_layers or setup.compile  # one kernel saves its 16-bit input
+    if fused_norm:
         norm_in = e * h
     rep = spec.norms_per_layer / 2 * (2 * norm_in + e * h * (attn_in_saved * attn_casts
                                                            + mlp_in_saved * mlp_casts))
-    if full and not setup.fused_layers and spec.norm != "layer":
+    if full and not fused_norm and spec.norm != "layer":
         # normalised value kept for the weight's gradient (fp32 when the stream is)
         rep += spec.norms_per_layer * (4.0 if fp32_stream(setup) else e) * h
     if spec.family in _T5 and not fp32_stream(setup):
@@ -107,6 +116,19 @@ def eager_attention(spec: ModelSpec, setup: Setup) -> bool:
     return setup.attention == "eager" or spec.family in _SOFTCAP
 
 
+def _op_checkpointed(spec: ModelSpec, e: float, moe: bool) -> PerToken:
+    """torchtitan's per-op selective checkpointing of a Llama block.
+
+    It keeps the outputs of compute ops except every second matmul: the block
+    input, wq, wv, the attention output and its logsumexp, w1 and w2; wk, wo,
+    w3 and every pointwise op (norms, RoPE, SiLU, the product) are recomputed.
+    """
+    width = spec.active_intermediate if moe else spec.intermediate
+    qd, kvd = spec.n_heads * spec.head_dim, spec.kv_dim
+    split = e * (2 * qd + kvd + width) + 4.0 * spec.n_heads
+    return PerToken(replicated=2 * e * spec.hidden, split=split)
+
+
 def _input_casts(spec: ModelSpec) -> tuple[int, int]:
     """How many linears read the attention's and the MLP's normed input, each casting it."""
     attn = 1 if spec.fused_qkv else (2 if spec.mla else 3)
@@ -119,9 +141,15 @@ def _inputs_saved(setup: Setup) -> tuple[bool, bool]:
 
     A trainable weight needs its input; a frozen one does not (LoRA adapters
     keep their own copies, see :func:`_lora_inputs`), except that
-    bitsandbytes' quantised matmuls save their input whatever is frozen (QLoRA).
+    bitsandbytes' quantised matmuls save their input whatever is frozen. Its
+    4-bit matmul stopped in 0.43.2 (July 2024), as torchao's NF4 linear never
+    did, but most published QLoRA peaks predate it: only frameworks known to
+    run without it (torchtune) drop the term, so the figure errs high.
     """
-    return (True, True) if setup.method in ("full", "qlora") else (False, False)
+    saved = setup.method == "full" or (
+        setup.method == "qlora" and (setup.precision == "int8"
+                                     or framework_preset(setup.framework).nf4_saves_input))
+    return saved, saved
 
 
 def _attention(spec: ModelSpec, setup: Setup, e: float, qd: int, kvd: int,
@@ -181,7 +209,7 @@ def cross_attention(spec: ModelSpec, setup: Setup) -> float:
 
 def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
     """Bytes per token per key position: the s x s attention matrices eager attention keeps."""
-    if not eager_attention(spec, setup) or setup.recompute in ("selective", "full"):
+    if not eager_attention(spec, setup) or setup.recompute in ("selective", "op", "full"):
         return 0.0
     a = spec.n_heads
     if setup.fused_layers:  # Korthikanti: softmax output, dropout mask and output (5as)
@@ -198,8 +226,11 @@ def _scores(spec: ModelSpec, setup: Setup, e: float) -> float:
 def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: bool) -> float:
     """What the MLP keeps per token: the activation's saves, a gated product's operands, the
     down projection's input (if it trains), T5's dropout mask."""
+    if setup.compile:  # the min-cut partitioner keeps the matmul outputs, recomputes the rest
+        return e * width * (2 if spec.gated_mlp else 1)
     # transformers writes GPT-2's tanh GELU as five ops; other frameworks call a fused one.
-    saves = _ACT_SAVES.get(spec.activation, 1) if setup.framework == "hf" else 1
+    hf_modules = framework_preset(setup.framework).hf_modules
+    saves = _ACT_SAVES.get(spec.activation, 1) if hf_modules else 1
     composite_fp32 = saves > 1 and autocast(setup)
     # Under CUDA autocast that GELU's pow runs in fp32: the input stays 16-bit, the tanh,
     # 1 + tanh and the output are fp32 (the down projection keeps a 16-bit cast).
@@ -218,21 +249,42 @@ def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: 
 
 
 def _lora_inputs(spec: ModelSpec, setup: Setup, e: float) -> float:
-    """What PEFT keeps per adapted matrix: its own copy of the input, and lora_A's output.
+    """What adapters keep for backward beyond the frozen base, per token and layer.
 
-    PEFT holds adapters in fp32 and casts each matrix's input to them: under
-    autocast (mixed precision) lora_A keeps a 16-bit copy, otherwise the fp32
-    cast itself. Each adapted matrix has its own dropout, which adds a one-byte
-    mask. Checked against saved-tensor hooks (tests/core/test_activations.py).
+    PEFT upcasts adapters to fp32 and casts each matrix's input to them: under
+    autocast lora_A keeps a 16-bit copy, otherwise the fp32 cast itself, one per
+    adapted matrix. Adapters in the compute dtype (torchtune, LitGPT) keep the
+    input itself, once per distinct input (q, k and v read the same one). Each
+    matrix's dropout adds its own copy and a one-byte mask; lora_A's output is
+    kept for lora_B. Checked against saved-tensor hooks (test_activations.py).
+    Routed experts are adapted as parameters (see :func:`expert_adapter_bytes`).
     """
     if setup.method not in ("lora", "qlora"):
         return 0.0
-    autocast = setup.method == "qlora" or setup.precision.startswith("mixed-")
-    copy = (2.0 if autocast else 4.0) + (1.0 if setup.lora_dropout else 0.0)
-    # Routed experts are adapted as parameters (merged weights, see expert_adapter_bytes).
-    total = sum((copy * m.d_in + 4.0 * setup.lora_rank) * m.count
-                for m in spec.lora_matrices(setup.lora_targets) if not m.name.startswith("experts."))
-    return total / max(1, spec.n_layers)
+    matrices = [m for m in spec.lora_matrices(setup.lora_targets)
+                if not m.name.startswith("experts.")]
+    if setup.adapter_fp32:
+        autocast_ = setup.method == "qlora" or setup.precision.startswith("mixed-")
+        per = (2.0 if autocast_ else 4.0) + (1.0 if setup.lora_dropout else 0.0)
+        inputs = sum(per * m.d_in * m.count for m in matrices)
+    elif setup.lora_dropout:
+        inputs = sum((e + 1.0) * m.d_in * m.count for m in matrices)
+    else:
+        inputs = e * sum({_input_of(m.name): m.d_in * m.count for m in matrices}.values())
+    rank_out = (4.0 if setup.adapter_fp32 else e) * setup.lora_rank
+    outputs = sum(rank_out * m.rank_scale * m.count for m in matrices)
+    return (inputs + outputs) / max(1, spec.n_layers)
+
+
+_SHARED_INPUT = {"k_proj": "q_proj", "v_proj": "q_proj", "kv_a_proj": "q_proj",
+                 "q_a_proj": "q_proj", "up_proj": "gate_proj"}
+
+
+def _input_of(name: str) -> str:
+    """Matrices that read the same tensor share one key (q, k, v; gate and up)."""
+    prefix, _, base = name.rpartition(".")
+    base = base.removeprefix("cross_")
+    return f"{prefix}.{'cross_' if 'cross_' in name else ''}{_SHARED_INPUT.get(base, base)}"
 
 
 def expert_adapter_bytes(spec: ModelSpec, setup: Setup) -> float:
@@ -251,9 +303,11 @@ def expert_adapter_bytes(spec: ModelSpec, setup: Setup) -> float:
 def block_bytes(spec: ModelSpec, setup: Setup) -> float:
     """Activation bytes of all transformer blocks on the busiest GPU (first pipeline stage)."""
     lay = setup.layout
-    tokens = setup.micro_batch * setup.seq_len
+    tokens = local_tokens(setup)
     per_layer = _per_layer(spec, setup)
     layers = spec.n_layers / lay.pp
+    if setup.activation_offload:  # the rest wait in CPU memory
+        layers = min(layers, OFFLOAD_RESIDENT_LAYERS)
     if setup.recompute == "full":
         kept = element_bytes(setup) * spec.hidden / (lay.tp if lay.sequence_parallel else 1)
         stored = kept * layers * _in_flight(setup)
@@ -265,12 +319,17 @@ def rebuilt_layer_bytes(spec: ModelSpec, setup: Setup) -> float:
     """Under full recompute, the one layer rebuilt in backward (part of :func:`block_bytes`)."""
     if setup.recompute != "full":
         return 0.0
-    return setup.micro_batch * setup.seq_len * max(_per_layer(spec, setup))
+    return local_tokens(setup) * max(_per_layer(spec, setup))
+
+
+def local_tokens(setup: Setup) -> float:
+    """Tokens of one micro batch on one GPU: context parallelism splits the sequence."""
+    return setup.micro_batch * setup.seq_len / setup.layout.cp
 
 
 def _per_layer(spec: ModelSpec, setup: Setup) -> list[float]:
     """Bytes per token of each block: dense, MoE, and decoder blocks with cross-attention."""
-    s, tp, sp = setup.seq_len, setup.layout.tp, setup.layout.sequence_parallel
+    s, tp, sp = setup.seq_len // setup.layout.cp, setup.layout.tp, setup.layout.sequence_parallel
     dense = layer_per_token(spec, setup, moe=False).total(s, tp, sp)
     moe = layer_per_token(spec, setup, moe=True).total(s, tp, sp) if spec.is_moe else 0.0
     n_moe = spec.moe_layers
@@ -301,8 +360,7 @@ def _in_flight(setup: Setup) -> float:
 def edge_bytes(spec: ModelSpec, setup: Setup) -> float:
     """Embedding output, final norm and LM-head input, on the stage that holds them."""
     e = element_bytes(setup)
-    tokens = setup.micro_batch * setup.seq_len
-    return tokens * (8 + (4.0 + 3 * e) * spec.hidden) / setup.layout.tp
+    return local_tokens(setup) * (8 + (4.0 + 3 * e) * spec.hidden) / setup.layout.tp
 
 
 def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
@@ -311,8 +369,8 @@ def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
     Hugging Face's loss keeps an fp32 log-softmax, and its backward adds two
     fp32 gradients while every activation is still held (12 bytes per logit at
     the peak, see ``LOGITS_EAGER``); Megatron's fused cross-entropy keeps the
-    logits and about 4 more. Fused / chunked losses (Liger, Cut Cross-Entropy)
-    avoid the tensor.
+    4 bytes. A chunked loss keeps the 16-bit logits and upcasts one chunk at a
+    time; a fused one (Liger, Cut Cross-Entropy) never makes the tensor.
     """
     e = element_bytes(setup)
     tp = setup.layout.tp
@@ -320,9 +378,9 @@ def logits_bytes(spec: ModelSpec, setup: Setup) -> float:
         return setup.micro_batch * setup.seq_len * spec.vocab * e / tp  # every position scored
     if setup.method == "inference":
         return setup.micro_batch * spec.vocab * (e + 4) / tp  # only the last position
-    if setup.fused_loss:
+    if setup.loss == "fused":
         return 0.0
-    return setup.micro_batch * setup.seq_len * spec.vocab * _per_logit(spec, setup, e) / tp
+    return local_tokens(setup) * spec.vocab * _per_logit(spec, setup, e) / tp
 
 
 ENCODER_ONLY = ("bert", "roberta")
@@ -331,8 +389,11 @@ _NO_UPCAST_LOSS = ("bert", "roberta", "t5", "mt5")
 
 
 def _per_logit(spec: ModelSpec, setup: Setup, e: float) -> float:
+    if setup.loss == "chunked":  # compiled, the chunk keeps its 16-bit input, recomputes softmax
+        kept = e if setup.compile else LOGITS_CHUNKED
+        return kept + (e + LOGITS_EAGER) / LOSS_CHUNKS
     if setup.fused_layers:
-        return e + LOGITS_FUSED
+        return LOGITS_TE
     if spec.family in _SOFTCAP:
         return LOGITS_EAGER + e  # the final logit softcap's tanh keeps its output
     if spec.family not in _NO_UPCAST_LOSS:

@@ -1,6 +1,6 @@
 """Per-GPU memory of a run, by component, and the three readings logs record.
 
-Components (DESIGN.md): weights, gradients, optimizer, activations, logits,
+Components (docs/design.md): weights, gradients, optimizer, activations, logits,
 kv_cache, overhead. Static terms follow EleutherAI's "Transformer Math 101"
 and the ZeRO paper's sharding rules ((2 + 2 + K)Ψ / N_d ...); activations
 follow Korthikanti et al. (see :mod:`core.memory.activations`); quantised
@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.memory import activations as act
-from core.memory.precision import PRECISIONS, frozen_bytes, optimizer_state_bytes
+from core.memory.frameworks import framework as framework_preset
+from core.memory.precision import PAGED, PRECISIONS, frozen_bytes, optimizer_state_bytes
 from core.memory.setup import Setup, check
 from core.memory.spec import ModelSpec
+from core.metrics import GIB
 
-GIB = 1024.0**3
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead")
 # Allocator and runtime priors (calibration replaces them with what the user's runs show).
 RESERVED_FACTOR = 1.10  # caching-allocator fragmentation: 5-10 % (PyTorch reviewers), Megatron 1.05
@@ -53,6 +54,12 @@ class Estimate:
     terms: PeakTerms = PeakTerms(0.0, 0.0, 0.0, 0.0)
     stage: str = "first"  # pipeline stage reported (the busier of first and last)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    paged: float = 0.0  # paged optimizer state: on the device while resident, outside torch
+
+    @property
+    def required(self) -> float:
+        """Device bytes the run cannot do without: paged state yields to the GPU's need."""
+        return self.device - self.paged
 
     def gib(self) -> dict[str, float]:
         return {k: v / GIB for k, v in self.breakdown.items()}
@@ -82,7 +89,9 @@ class _Stage:
     def params(self, spec: ModelSpec) -> float:
         n = spec.block_params * self.block_fraction
         n += spec.embedding_params if self.embedding else 0
-        n += spec.head_params if self.head else 0
+        if self.head:  # a tied head on its own pipeline stage is a copy of the embedding
+            n += spec.vocab * spec.hidden if spec.tied_embeddings and not self.embedding else (
+                spec.head_params)
         return n
 
 
@@ -90,11 +99,7 @@ def _stages(spec: ModelSpec, setup: Setup) -> dict[str, _Stage]:
     pp = setup.layout.pp
     if pp == 1:
         return {"only": _Stage(1.0, True, True)}
-    tied_head_first = spec.tied_embeddings  # a tied head still needs its copy on the last stage
-    return {
-        "first": _Stage(1 / pp, True, False),
-        "last": _Stage(1 / pp, False, True or tied_head_first),
-    }
+    return {"first": _Stage(1 / pp, True, False), "last": _Stage(1 / pp, False, True)}
 
 
 def estimate(spec: ModelSpec, setup: Setup) -> Estimate:
@@ -124,7 +129,8 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     trainable = trainable_params(spec, setup)
     static = _static(spec, setup, trainable * frac, frac)
     dynamic = _dynamic(spec, setup, stage)
-    overhead = WORKSPACE_GIB * GIB + static.pop("buckets")
+    paged = static.pop("paged")
+    overhead = WORKSPACE_GIB * GIB + static.pop("buckets") + _zero_buckets(spec, setup)
     weights, step_weights = static["weights"], static["weights"]
     if act.fp32_stream(setup):
         # HF mixed precision: the fp32 parameters are the master (counted as optimizer); the
@@ -150,13 +156,13 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     terms = PeakTerms(backward - dynamic["activations"] - dynamic["logits"], step,
                       dynamic["activations"], dynamic["logits"])
     reserved = allocated * RESERVED_FACTOR
-    device = reserved + (CUDA_CONTEXT_GIB + (NCCL_GIB if lay.n_gpus > 1 else 0.0)) * GIB
+    device = reserved + (CUDA_CONTEXT_GIB + (NCCL_GIB if lay.n_gpus > 1 else 0.0)) * GIB + paged
     return Estimate(
         breakdown=breakdown, allocated=allocated, reserved=reserved, device=device,
         phase="backward" if at_backward and setup.training else (
             "optimizer step" if setup.training else "generation"),
         trainable_params=trainable, total_params=spec.total_params, terms=terms, stage=name,
-        notes=tuple(_notes(spec, setup, static, breakdown)),
+        notes=tuple(_notes(spec, setup, static, breakdown)), paged=paged,
     )
 
 
@@ -171,39 +177,66 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
     p = _precision(setup)
     grad_bytes = 4.0 if setup.fp32_grads and p.master else p.grad
     grads = trainable * grad_bytes / mp
-    optimizer = trainable * (p.master + optimizer_state_bytes(setup.optimizer, p.state)) / mp
+    if setup.optimizer_in_backward:  # each gradient is applied and freed as it is made
+        grads = min(grads, spec.largest_tensor_params * grad_bytes / mp)
+    moments = trainable * optimizer_state_bytes(setup.optimizer, p.state) / mp
     if setup.optimizer == "adafactor":
-        optimizer += _adafactor_bytes(spec, setup) * frac / mp
-    if setup.optimizer == "none":
-        optimizer = trainable * p.master / mp
-    gathered = 0.0
-    if lay.shards_params and lay.dp > 1:
-        # DeepSpeed's largest_layer_memory: 16-bit params and grads of the biggest module,
-        # gathered whole (less the shard of it already counted); a frozen base has no grads.
-        per_param = 4.0 if setup.method == "full" else 2.0
-        gathered = per_param * spec.largest_layer_params * (1 - 1 / dp_shards) / mp
-        weights = weights / dp_shards
-    if lay.offload_params:
-        weights = 0.0
-    weights += gathered
-    if lay.shards_grads and lay.dp > 1:
-        grads /= lay.dp if lay.fsdp != "hybrid" else dp_shards
-    if lay.shards_optimizer and lay.dp > 1:
-        optimizer /= lay.dp if lay.fsdp != "hybrid" else dp_shards
+        moments += _adafactor_bytes(spec, setup) * frac / mp
+    optimizer = trainable * p.master / mp + moments
+    if lay.shards_params and (lay.shard_group > 1 or lay.offload_params):
+        weights = _sharded_weights(spec, setup, weights, frac, _gathered_bytes(setup, p))
+    shards = dp_shards if lay.fsdp == "hybrid" else lay.shard_group
+    if lay.shards_grads and shards > 1:
+        grads /= shards
+    if lay.shards_optimizer and shards > 1:
+        optimizer, moments = optimizer / shards, moments / shards
     if lay.offload_optimizer:  # ZeRO-Offload keeps gradients and states on the CPU
-        optimizer, grads = 0.0, 0.0
+        optimizer, grads, moments = 0.0, 0.0, 0.0
+    if lay.offload_params:  # FSDP's CPUOffload moves gradients with the parameters
+        grads = 0.0
+    paged = moments if setup.optimizer in PAGED else 0.0
     persistent = grads if _grads_persist(setup) else 0.0
     buckets = grads if _ddp_buckets(setup) else 0.0
-    return {"weights": weights, "gradients": grads, "optimizer": optimizer,
-            "persistent_grads": persistent, "buckets": buckets}
+    return {"weights": weights, "gradients": grads, "optimizer": optimizer - paged,
+            "persistent_grads": persistent, "buckets": buckets, "paged": paged}
+
+
+def _gathered_bytes(setup: Setup, p) -> float | None:
+    """Bytes per parameter of a module gathered whole: its 16-bit weights and gradients.
+
+    None: the weights as stored (a frozen or quantised base), no gradients.
+    FSDP2 in torchtitan reduces in fp32, so one layer's gradients are fp32.
+    """
+    if setup.method != "full":
+        return None
+    grads = 4.0 if framework_preset(setup.framework).master_only else p.grad
+    return 2.0 + grads if p.master else p.weight + p.grad
+
+
+def _sharded_weights(spec: ModelSpec, setup: Setup, local: float, frac: float,
+                     per_param: float | None) -> float:
+    """Weights on one GPU under ZeRO-3 / FSDP: its shard plus the module being gathered.
+
+    ``local`` is this GPU's share before data sharding. DeepSpeed's estimator
+    (largest_layer_memory + 18Ψ/N): the biggest module's parameters, and when
+    it trains their 16-bit gradients, gathered whole into buffers of their own
+    beside the shard, in their stored dtype (a quantised base stays packed).
+    """
+    if per_param is None:
+        per_param = local * setup.layout.tp / (spec.total_params * frac)
+    layer = per_param * spec.largest_layer_params / setup.layout.tp
+    shard = 0.0 if setup.layout.offload_params else local / setup.layout.param_shards
+    return shard + layer
 
 
 def _precision(setup: Setup):
     if setup.method == "full":
         return PRECISIONS[setup.precision]
-    # Adapters: PEFT keeps them in fp32 over any 16-bit base (its autocast_adapter_dtype
-    # default), pure 16-bit runs included; the simulation builds them with PEFT itself.
-    return PRECISIONS["fp32"] if setup.training else PRECISIONS["bf16"]
+    if not setup.training:
+        return PRECISIONS["bf16"]
+    # Adapters: PEFT upcasts them to fp32 over any 16-bit base (its autocast_adapter_dtype
+    # default, pure 16-bit runs included); torchtune, LitGPT (and TRL's QLoRA) keep bf16.
+    return PRECISIONS["fp32" if setup.adapter_fp32 else "bf16"]
 
 
 def _adapter_bytes(setup: Setup) -> float:
@@ -215,7 +248,10 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     n = spec.total_params * frac
     if setup.method == "full":
         p = PRECISIONS[setup.precision]
-        return n * (p.weight + p.weight_cache)
+        if p.master and framework_preset(setup.framework).master_only and (
+                setup.layout.shards_params):
+            return 0.0  # FSDP2: 16-bit weights exist only for the layer being computed
+        return n * p.weight
     storage = setup.base_storage
     if storage not in ("nf4", "int8"):
         return n * frozen_bytes(storage)
@@ -226,7 +262,10 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     linear = (spec.linear_params - routed * spec._block_scale) * frac
     compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
     quant = frozen_bytes(storage, setup.quant_type, setup.double_quant)
-    return linear * quant + (n - linear) * compute
+    weights = linear * quant + (n - linear) * compute
+    if framework_preset(setup.framework).fp32_quantized_embedding and frac == 1.0:
+        weights += (4.0 - compute) * spec.embedding_params  # bitsandbytes' StableEmbedding
+    return weights
 
 
 def _autocast_copied(spec: ModelSpec) -> float:
@@ -257,15 +296,27 @@ def _adafactor_bytes(spec: ModelSpec, setup: Setup) -> float:
 
 def _grads_persist(setup: Setup) -> bool:
     """Gradients held at the start of backward: accumulation, or a framework's own buffers."""
-    return setup.grad_accum > 1 or setup.fused_layers or setup.framework == "deepspeed" or (
-        setup.layout.zero > 0)
+    if setup.optimizer_in_backward:
+        return True  # the one gradient being applied (see _static)
+    return (setup.grad_accum > 1 or framework_preset(setup.framework).persistent_grads
+            or setup.layout.zero > 0)
 
 
 def _ddp_buckets(setup: Setup) -> bool:
     """PyTorch DDP copies gradients into all-reduce buckets (gradient_as_bucket_view=False)."""
     lay = setup.layout
     return (setup.training and lay.dp > 1 and not lay.zero and not lay.fsdp
-            and not setup.fused_layers and setup.framework != "deepspeed")
+            and not framework_preset(setup.framework).persistent_grads)
+
+
+def _zero_buckets(spec: ModelSpec, setup: Setup) -> float:
+    """DeepSpeed's reduce bucket of 16-bit gradients, at any ZeRO stage (5e8 elements unless
+    configured; Hugging Face's "auto" sets hidden_size squared)."""
+    preset = framework_preset(setup.framework)
+    if not setup.training or not (setup.layout.zero or preset.zero_bucket):
+        return 0.0
+    bucket = preset.zero_bucket or spec.hidden**2
+    return 2.0 * bucket
 
 
 def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
@@ -308,8 +359,11 @@ def _notes(spec: ModelSpec, setup: Setup, static: dict, breakdown: dict) -> list
     notes = []
     if setup.training and breakdown["gradients"] < static["gradients"]:
         notes.append("peak at the start of backward: gradients appear as activations are freed")
-    if setup.optimizer == "paged-adamw-8bit":
-        notes.append("paged 8-bit Adam can move its state to CPU memory under pressure")
+    if setup.optimizer in PAGED:
+        notes.append("the paged optimizer's moments live in unified memory outside PyTorch's "
+                     "counters and move to CPU memory when the GPU runs short")
+    if setup.optimizer_in_backward:
+        notes.append("optimizer steps inside backward: one gradient at a time is held")
     if setup.layout.offload_optimizer:
         notes.append("optimizer state and fp32 gradients live in CPU memory")
     return notes

@@ -12,28 +12,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from core.memory.frameworks import canonical
+from core.memory.frameworks import framework as framework_preset
 from core.memory.setup import Layout, Setup
 from core.memory.spec import ModelSpec
-from core.shape import RunShape
+from core.shape import LOSSES, RECOMPUTE, RunShape
 
 
 class ShapeIncomplete(ValueError):
     """The shape says too little to predict the run's memory."""
 
 
-# Framework names as readers write them -> the groups calibration keeps apart.
-FRAMEWORKS = {
-    "transformers": "hf", "hf": "hf", "trl": "hf", "accelerate": "hf", "axolotl": "hf",
-    "llama-factory": "hf", "llamafactory": "hf", "ms-swift": "hf", "swift": "hf", "peft": "hf",
-    "megatron-lm": "megatron", "megatron": "megatron", "megatron-core": "megatron",
-    "nemo": "megatron", "megatron-deepspeed": "megatron-deepspeed",
-}
 _FSDP = {"full_shard": "full", "fsdp": "full", "full": "full", "shard_grad_op": "grad-op",
          "grad-op": "grad-op", "hybrid_shard": "hybrid", "hybrid": "hybrid"}
 
 
 def inputs_from_shape(shape: RunShape) -> tuple[ModelSpec, Setup, list[str]]:
     """(model, setup, fields that were defaulted) for a stored run's shape."""
+    shape = _with_unsaid_defaults(shape)
     spec = _spec(shape)
     defaulted = [name for name in ("micro_batch", "seq_len", "precision", "n_gpus")
                  if getattr(shape, name) is None]
@@ -47,17 +43,57 @@ def inputs_from_shape(shape: RunShape) -> tuple[ModelSpec, Setup, list[str]]:
         micro_batch=shape.micro_batch or 1,
         seq_len=shape.seq_len or 2048,
         grad_accum=shape.grad_accum or 1,
-        recompute=shape.recompute if shape.recompute in ("none", "selective", "full") else "none",
+        recompute=shape.recompute if shape.recompute in RECOMPUTE else "none",
         attention=shape.attention if shape.attention in ("eager", "sdpa", "flash") else "sdpa",
+        loss=shape.loss if shape.loss in LOSSES else "standard",
+        compile=bool(shape.compile), activation_offload=bool(shape.activation_offload),
+        optimizer_in_backward=bool(shape.optimizer_in_backward) and (shape.grad_accum or 1) == 1,
         framework=framework(shape.framework),
         layout=_layout(shape),
     )
     return spec, setup, defaulted
 
 
+def _with_unsaid_defaults(shape: RunShape) -> RunShape:
+    """The shape with the facts its framework's logs only leave unsaid at their default."""
+    unsaid = framework_preset(shape.framework).unsaid
+    if not unsaid:
+        return shape
+    filled = RunShape.from_dict(shape.to_dict())
+    filled.update(unsaid, "framework default", overwrite=False)
+    return filled
+
+
+def missing_facts(shape: RunShape) -> list[str]:
+    """Facts that move memory the shape does not state, so a fit cannot use the run.
+
+    The method and the recompute mode always matter; on several GPUs, whether
+    and how state was sharded (ZeRO stage or FSDP); under DeepSpeed or
+    sharding, whether anything was offloaded to the CPU.
+    """
+    said = {**framework_preset(shape.framework).unsaid, **shape.known()}
+    missing = [name for name in ("method", "recompute") if said.get(name) is None]
+    sharded = bool(said.get("zero_stage")) or bool(said.get("fsdp"))
+    if (said.get("n_gpus") or 1) > 1 and said.get("zero_stage") is None and not said.get("fsdp"):
+        missing.append("zero_stage")
+    deepspeed = canonical(shape.framework) == "deepspeed"
+    if (sharded or deepspeed) and said.get("cpu_offload") is None:
+        missing.append("cpu_offload")
+    return missing
+
+
+def experiment(shape: RunShape) -> str:
+    """Runs of one model trained one way form an experiment: calibration holds them out
+    together."""
+    model = (shape.model or "").rstrip("/").rsplit("/", 1)[-1]
+    if not model and shape.n_params:
+        model = f"{shape.n_params / 1e9:.2f}B"
+    return f"{model or 'unknown model'} / {shape.method or 'unknown method'}"
+
+
 def framework(name: str | None) -> str:
-    key = (name or "").strip().lower()
-    return FRAMEWORKS.get(key, key or "unknown")
+    """A framework as readers write it, as the presets and calibration groups name it."""
+    return canonical(name)
 
 
 def _spec(shape: RunShape) -> ModelSpec:
@@ -122,6 +158,8 @@ def _optimizer(name: str | None, method: str) -> str:
     key = (name or "adamw").lower().replace("_", "-")
     if "8bit" in key or "8-bit" in key:
         return "paged-adamw-8bit" if "paged" in key else "adamw-8bit"
+    if "paged" in key and "adam" in key:  # bitsandbytes' 32-bit paged AdamW
+        return "paged-adamw"
     if key.startswith("adam") or key.startswith("fused"):
         return "adamw"
     for known in ("adafactor", "sgd", "none"):
@@ -146,11 +184,11 @@ def _layout(shape: RunShape) -> Layout:
     zero = shape.zero_stage if shape.zero_stage in (0, 1, 2, 3) and not fsdp else 0
     offload = bool(shape.cpu_offload)
     sharded_params = zero == 3 or fsdp in ("full", "hybrid")
-    model_parallel = (shape.tp or 1) * (shape.pp or 1)
+    model_parallel = (shape.tp or 1) * (shape.pp or 1) * (shape.cp or 1)
     n_gpus = max(shape.n_gpus or 1, model_parallel)
     n_gpus += -n_gpus % model_parallel  # a whole number of model replicas
     return Layout(
-        n_gpus=n_gpus, zero=zero, fsdp=fsdp, tp=shape.tp or 1, pp=shape.pp or 1,
+        n_gpus=n_gpus, zero=zero, fsdp=fsdp, tp=shape.tp or 1, pp=shape.pp or 1, cp=shape.cp or 1,
         sequence_parallel=bool(shape.sequence_parallel) and (shape.tp or 1) > 1,
         offload_optimizer=offload and (zero >= 1 or fsdp is not None),
         offload_params=offload and sharded_params,

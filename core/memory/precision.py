@@ -38,7 +38,6 @@ class Precision:
     master: float  # bytes per parameter of an fp32 master copy kept by the optimizer
     state: float  # bytes per element of optimizer moments
     activation: float  # bytes per activation element
-    weight_cache: float = 0.0  # extra low-precision weight copies (fp8 casts)
 
 
 PRECISIONS: dict[str, Precision] = {
@@ -47,9 +46,10 @@ PRECISIONS: dict[str, Precision] = {
     "bf16": Precision(weight=2, grad=2, master=0, state=2, activation=2),
     "mixed-fp16": Precision(weight=2, grad=2, master=4, state=4, activation=2),
     "mixed-bf16": Precision(weight=2, grad=2, master=4, state=4, activation=2),
-    # fp8 linears (Transformer Engine, torchao float8) keep bf16 params, an fp32 master and
-    # fp8 weight casts; torchtitan measured no activation saving (77.0 -> 76.8 GiB).
-    "fp8": Precision(weight=2, grad=2, master=4, state=4, activation=2, weight_cache=1),
+    # fp8 linears (Transformer Engine, torchao float8) keep bf16 params and an fp32 master;
+    # torchao casts to fp8 on the fly and saves the 16-bit input and weight for backward,
+    # so nothing persists in fp8 (torchtitan measured 77.0 -> 76.8 GiB).
+    "fp8": Precision(weight=2, grad=2, master=4, state=4, activation=2),
 }
 
 # Precisions a frozen base may be stored in (LoRA, QLoRA, inference).
@@ -72,13 +72,16 @@ def optimizer_state_bytes(optimizer: str, state: float) -> float:
     """Bytes of optimizer moments per trainable parameter (no master copy).
 
     AdamW keeps two moments; bitsandbytes 8-bit Adam stores each in one byte
-    with block-wise constants (Dettmers et al., 2021); SGD with momentum keeps
+    with an fp32 constant per 256-element block (Dettmers et al., 2021;
+    bitsandbytes/optim/optimizer.py); its 32-bit paged AdamW keeps fp32 moments
+    whatever the parameters' dtype; SGD with momentum keeps
     one; Adafactor's factored moments are counted per matrix elsewhere.
     """
     return {
         "adamw": 2 * state,
-        "adamw-8bit": 2.0 + 8.0 / 2048,
-        "paged-adamw-8bit": 2.0 + 8.0 / 2048,
+        "adamw-8bit": 2.0 + 8.0 / 256,  # one fp32 absmax per 256-element block per state
+        "paged-adamw-8bit": 2.0 + 8.0 / 256,
+        "paged-adamw": 2 * 4.0,  # bitsandbytes' 32-bit paged AdamW keeps fp32 moments
         "sgd": 0.0,
         "sgd-momentum": state,
         "adafactor": 0.0,
@@ -86,4 +89,9 @@ def optimizer_state_bytes(optimizer: str, state: float) -> float:
     }[optimizer]
 
 
-OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "none")
+OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
+              "adafactor", "none")
+# bitsandbytes' paged optimizers allocate their moments with cudaMallocManaged: unified memory
+# outside PyTorch's caching allocator (torch's counters never see it; nvidia-smi does while it is
+# resident), which the driver pages to CPU memory when the GPU runs short.
+PAGED = ("paged-adamw", "paged-adamw-8bit")

@@ -212,6 +212,11 @@ class ModelSpec:
         return max(blocks + [self.vocab * self.hidden])
 
     @property
+    def largest_tensor_params(self) -> int:
+        """The biggest single parameter: what optimizer-in-backward holds a gradient of."""
+        return max([self.vocab * self.hidden] + [m.d_in * m.d_out for m in self.matrices])
+
+    @property
     def active_params(self) -> float:
         """Parameters a token passes through (MoE: active and shared experts only)."""
         if not self.is_moe:
@@ -247,15 +252,36 @@ class ModelSpec:
 
 
 # PEFT's targets: its default for Llama-like models is q and v; "attention" adds k and o;
-# "all-linear" adapts every linear layer of the blocks.
-LORA_TARGETS = ("qv", "attention", "all-linear")
-_QV = ("q_proj", "v_proj", "q_b_proj", "kv_b_proj", "qkv_proj")
+# "all-linear" adapts every linear layer of the blocks. A comma list names the kinds.
+NAMED_TARGETS = {"qv": ("q", "v"), "attention": ("q", "k", "v", "o"),
+                 "all-linear": ("q", "k", "v", "o", "gate", "up", "down")}
+# Which kinds a block's matrices are (DeepSeek's latent attention splits q and kv in two).
+# Fused matrices (Phi-3's qkv_proj and gate_up_proj, MoE experts) are all of their kinds.
+_KIND = {"q_proj": {"q"}, "q_a_proj": {"q"}, "q_b_proj": {"q"}, "k_proj": {"k"}, "v_proj": {"v"},
+         "kv_a_proj": {"k"}, "kv_b_proj": {"v"}, "qkv_proj": {"q", "k", "v"}, "o_proj": {"o"},
+         "gate_proj": {"gate"}, "up_proj": {"up"}, "gate_up_proj": {"gate", "up"},
+         "down_proj": {"down"}}
+_KINDS = frozenset(kind for kinds in _KIND.values() for kind in kinds)
+
+
+class TargetError(ValueError):
+    """LoRA targets that name no known kind of matrix."""
+
+
+def lora_kinds(targets: str) -> frozenset[str]:
+    """The kinds of matrix (q, k, v, o, gate, up, down) a targets string adapts."""
+    if targets in NAMED_TARGETS:
+        return frozenset(NAMED_TARGETS[targets])
+    kinds = frozenset(t.strip() for t in targets.split(",") if t.strip())
+    unknown = kinds - _KINDS
+    if unknown or not kinds:
+        raise TargetError(f"unknown LoRA targets {targets!r}: give qv, attention, all-linear "
+                          "or a comma list of q,k,v,o,gate,up,down")
+    return kinds
 
 
 def _adapted(name: str, targets: str) -> bool:
     base = name.rsplit(".", 1)[-1].removeprefix("cross_")
-    if targets == "all-linear":
-        return True
-    if targets == "qv":
-        return base in _QV
-    return base.endswith("_proj") and not base.startswith(("gate", "up", "down"))
+    if targets == "qv":  # latent attention adapts the up-projections of q and kv
+        return base in ("q_proj", "v_proj", "q_b_proj", "kv_b_proj", "qkv_proj")
+    return bool(_KIND.get(base, set()) & lora_kinds(targets))

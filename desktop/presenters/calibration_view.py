@@ -2,23 +2,22 @@
 
 A point's prediction is the held-out one (the fit of every other run), so
 the scatter shows how the wizard would have done on that run; the analytical
-figure beside it shows what calibration changed. A group is trusted when its
-held-out error beats the analytical model's on the same runs.
+figure beside it shows what calibration changed. Whether a group is trusted
+is core's rule (:func:`core.calibration.trust`), so the app and
+``headroom fit`` say the same.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.calibration import HUBER, NOISE, PARAMS, Calibration, GroupFit, Sample
+from core.calibration import HUBER, NOISE, PARAMS, Calibration, GroupFit, Sample, trust
 from core.memory import GIB, estimate
-from core.planner import MARGIN
 from tracker.calibration import EXCLUDED as RUN_EXCLUDED
 from tracker.calibration import NO_PEAK
 
 # Beyond twice the Huber threshold a run's residual gets under half weight in the fit.
 OUTLIER = 2 * HUBER * NOISE
-TRUSTED = MARGIN  # a group is trusted when its held-out error fits in the margin kept free
 COEFFICIENTS = {"activations": "activations ×", "logits": "logits ×", "offset_gib": "offset GiB",
                 "reserved_factor": "reserved ×", "context_gib": "context GiB"}
 
@@ -66,7 +65,7 @@ class GroupRow:
     label: str
     runs: int
     coefficients: tuple[float, ...]
-    loo_error: float | None
+    held_out_error: float | None
     prior_error: float | None
     trusted: bool
     verdict: str
@@ -76,9 +75,9 @@ class GroupRow:
         """The verdict in two or three words, for a table cell."""
         if self.trusted:
             return "trusted"
-        if self.loo_error is None or self.prior_error is None:
+        if self.held_out_error is None or self.prior_error is None:
             return "too few runs"
-        return "loose" if self.loo_error < self.prior_error else "not better"
+        return "loose" if self.held_out_error < self.prior_error else "not better"
 
 
 @dataclass(frozen=True)
@@ -144,24 +143,9 @@ def _point(calibration: Calibration, s: Sample, names: dict[int, str]) -> Point:
 
 
 def _group_row(group: GroupFit) -> GroupRow:
-    trusted, text = verdict(group)
+    trusted, text = trust(group)
     return GroupRow(group.key, group.label, len(set(group.run_ids)), group.theta,
-                    group.loo_error, group.prior_error, trusted, text)
-
-
-def verdict(group: GroupFit) -> tuple[bool, str]:
-    """Whether the group's fit beats the analytical model on its own held-out runs, in words."""
-    runs = len(set(group.run_ids))
-    if group.loo_error is None or group.prior_error is None:
-        return False, (f"{runs} run{'s' if runs != 1 else ''}: too few to check on held-out "
-                       "runs; the coefficients stay near the analytical model")
-    loo, prior = f"{group.loo_error:.0%}", f"{group.prior_error:.0%}"
-    if group.loo_error >= group.prior_error:
-        return False, f"held-out error {loo}, no better than {prior} uncalibrated"
-    if group.loo_error > TRUSTED:
-        return False, (f"held-out error {loo} against {prior} uncalibrated: better, but wider "
-                       f"than the {TRUSTED:.0%} margin")
-    return True, f"held-out error {loo} against {prior} uncalibrated"
+                    group.held_out_error, group.prior_error, trusted, text)
 
 
 def group_title(label: str) -> str:

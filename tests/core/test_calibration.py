@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from core.calibration import Sample, _terms, fit, leave_one_out, predict_gib
+from core.calibration import GroupFit, Sample, _terms, fit, held_out_fit, predict_gib, trust
 from core.memory import Setup
 from core.models import preset
 
@@ -54,7 +56,7 @@ def test_an_outlier_run_barely_moves_the_fit():
 def test_an_oom_run_raises_the_prediction():
     spec = preset("llama-3.1-8b")
     # A fused loss: activations, which the few small runs under-learn, dominate the peak.
-    setup = Setup(method="lora", micro_batch=8, seq_len=4096, fused_loss=True)
+    setup = Setup(method="lora", micro_batch=8, seq_len=4096, loss="fused")
     truth = predict_gib(_terms(spec, setup), TRUE, "device")[0]
     runs = [s for s in _runs() if s.spec.name == "llama-3.2-1b"][:2]  # little history
     before = fit(runs).predict(spec, setup, "H100 SXM").gib
@@ -86,14 +88,45 @@ def test_small_groups_are_shrunk_toward_their_parent():
     assert abs(child[0] - parent[0]) < 1.0  # pulled toward the parent, not to 3x
 
 
-def test_leave_one_out_errors_beat_the_uncalibrated_model():
-    cal = leave_one_out(_runs())
+def test_held_out_fit_errors_beat_the_uncalibrated_model():
+    cal = held_out_fit(_runs())
     group = cal.groups[GROUP]
-    assert group.loo_error is not None and group.prior_error is not None
-    assert group.loo_error < 0.05 < group.prior_error
+    assert group.held_out_error is not None and group.prior_error is not None
+    assert group.held_out_error < 0.05 < group.prior_error
 
 
 def test_no_history_means_no_calibrated_prediction():
     assert fit([]).predict(preset("llama-3.1-8b"), Setup()) is None
     inference = Setup(method="inference", precision="bf16", optimizer="none")
     assert fit(_runs()).predict(preset("llama-3.1-8b"), inference) is None
+
+
+def _group(runs: tuple[int, ...], held_out: float | None, prior: float | None,
+           experiments: int, noise: float = 0.05) -> GroupFit:
+    return GroupFit(("hf",), (1.0,) * 5, ((0.0,) * 5,) * 5, noise, runs, held_out, prior,
+                    experiments)
+
+
+def test_a_group_is_trusted_only_when_held_out_experiments_vouch_for_it():
+    assert trust(_group((1, 2, 3), 0.04, 0.2, 2)) == (
+        True, "held-out error 4% against 20% uncalibrated, over 2 experiments")
+    # Three runs of one experiment (a batch sweep) cannot vouch for another setup.
+    assert trust(_group((1, 2, 3), 0.01, 0.2, 1)) == (
+        False, "3 runs of one experiment: too few to check on an experiment the fit never saw")
+    worse = trust(_group((1, 2), 0.3, 0.2, 2))
+    assert worse[0] is False and "no better than 20% uncalibrated" in worse[1]
+    wide = trust(_group((1, 2), 0.1, 0.5, 2, noise=0.2))
+    assert wide == (False, "held-out error 10% against 50% uncalibrated, but its 90 % interval "
+                           "is ±33%, wider than ±25%")
+    outside = trust(_group((1, 2), 0.12, 0.5, 2, noise=0.05))
+    assert outside == (False, "held-out error 12% is outside its own ±8% interval")
+
+
+def test_held_out_errors_leave_a_whole_experiment_out():
+    runs = [replace(s, experiment=s.spec.name) for s in _runs()]  # one sweep per model
+    cal = held_out_fit(runs)
+    assert cal.groups[()].experiments == len(SPECS)
+    held = runs[0]
+    without = fit([s for s in runs if s.experiment != held.experiment])
+    expected = without.predict(held.spec, held.setup, held.gpu, held.counter).gib
+    assert cal.held_out[(held.run_id, held.counter)] == pytest.approx(expected)

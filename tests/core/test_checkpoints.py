@@ -94,7 +94,7 @@ def test_resume_prefers_the_latest_complete_and_says_why():
     assert resume.reasons == ["latest complete checkpoint: step 16",
                               "step 24 is newer but lacks optimizer, scheduler"]
     assert resume.warnings == []
-    assert resume.command == 'trainer.train(resume_from_checkpoint="/runs/a/checkpoint-16")'
+    assert resume.command == "trainer.train(resume_from_checkpoint='/runs/a/checkpoint-16')"
 
 
 def test_resume_without_complete_checkpoints_warns_and_from_best_is_explicit():
@@ -110,8 +110,8 @@ def test_resume_without_complete_checkpoints_warns_and_from_best_is_explicit():
 
 
 @pytest.mark.parametrize("kind, expected", [
-    ("lightning", 'trainer.fit(model, ckpt_path="/runs/a/checkpoint-5")'),
-    ("deepspeed", 'engine.load_checkpoint("/runs/a", tag="checkpoint-5")'),
+    ("lightning", "trainer.fit(model, ckpt_path='/runs/a/checkpoint-5')"),
+    ("deepspeed", "engine.load_checkpoint('/runs/a', tag='checkpoint-5')"),
     ("megatron", "--load /runs/a --ckpt-step 5"),
     ("torchtitan", "--checkpoint.enable --checkpoint.folder /runs/a --checkpoint.load_step 5"),
 ])
@@ -121,9 +121,9 @@ def test_resume_command_per_framework(kind, expected):
 
 def test_plain_torch_command_loads_the_keys_the_file_has():
     c = ckpt(5, kind="torch", keys=["model_state_dict", "optimizer", "step"])
-    assert command(c) == ('ckpt = torch.load("/runs/a/checkpoint-5", map_location="cpu", '
-                          'weights_only=True); model.load_state_dict(ckpt["model_state_dict"]); '
-                          'optimizer.load_state_dict(ckpt["optimizer"])')
+    assert command(c) == ("ckpt = torch.load('/runs/a/checkpoint-5', map_location='cpu', "
+                          "weights_only=True); model.load_state_dict(ckpt['model_state_dict']); "
+                          "optimizer.load_state_dict(ckpt['optimizer'])")
 
 
 def test_retention_keeps_best_latest_resume_point_and_lineage():

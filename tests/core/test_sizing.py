@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.calibration import Sample, _terms, fit, leave_one_out, predict_gib
+from core.calibration import Sample, _terms, fit, held_out_fit, predict_gib
 from core.gpus import find
 from core.memory import GIB, Setup, estimate
 from core.models import ModelError, parse_count, preset
@@ -23,8 +23,14 @@ def _history(models=("llama-3.2-1b", "llama-3.2-3b"), method="lora") -> list[Sam
         for batch in (1, 2, 4):
             setup = Setup(method=method, micro_batch=batch, seq_len=2048)
             peak = predict_gib(_terms(spec, setup), TRUE, "device")[0]
-            out.append(Sample(len(out), spec, setup, H100.name, "device", peak, name=name))
+            out.append(Sample(len(out), spec, setup, H100.name, "device", peak, name=name,
+                              experiment=f"{name} / {method}"))
     return out
+
+
+def _checked(models=("llama-3.2-1b", "llama-3.2-3b"), method="lora"):
+    """A calibration checked on held-out experiments (each model's sweep is one)."""
+    return held_out_fit(_history(models, method))
 
 
 def test_without_history_every_figure_is_analytical():
@@ -39,13 +45,24 @@ def test_without_history_every_figure_is_analytical():
 
 def test_history_within_three_times_the_size_calibrates():
     spec, setup = preset("llama-3.2-3b"), Setup(method="lora", micro_batch=8, seq_len=2048)
-    sizer = Sizer(spec, fit(_history()))
+    sizer = Sizer(spec, _checked())
     assert sizer.uncalibrated(setup) == ""
     check = sizer.check(setup, H100)
+    assert check.lead == "calibrated" and check.calibrated.trusted
     truth = predict_gib(_terms(spec, setup), TRUE, "device")[0]
     analytical = estimate(spec, setup).device / GIB
     assert abs(check.device_gib - truth) < abs(analytical - truth)
     assert check.calibrated.low_gib < check.device_gib < check.calibrated.high_gib
+
+
+def test_a_calibration_never_checked_on_another_experiment_is_only_a_hint():
+    spec, setup = preset("llama-3.2-3b"), Setup(method="lora", micro_batch=8, seq_len=2048)
+    sweep = Sizer(spec, held_out_fit(_history(("llama-3.2-3b",))))  # one model: one experiment
+    check = sweep.check(setup, H100)
+    assert check.calibrated is not None and not check.calibrated.trusted
+    assert "too few to check on an experiment the fit never saw" in check.calibrated.why
+    assert check.lead == "analytical"
+    assert check.device_gib * GIB == pytest.approx(estimate(spec, setup).required)
 
 
 def test_far_bigger_models_and_other_kinds_of_run_stay_uncalibrated():
@@ -60,7 +77,7 @@ def test_far_bigger_models_and_other_kinds_of_run_stay_uncalibrated():
 
 def test_plans_are_the_planners_with_the_calibrated_predictor():
     spec, setup = preset("llama-3.1-8b"), Setup(method="full", micro_batch=1, seq_len=4096)
-    sizer = Sizer(spec, fit(_history(("llama-3.2-3b", "qwen2.5-7b"), method="full")))
+    sizer = Sizer(spec, _checked(("llama-3.2-3b", "qwen2.5-7b"), method="full"))
     ours = sizer.plans(setup, [H100], 8)
     theirs = plan(spec, setup, [H100], 8, sizer.predictor(setup))
     assert [(p.layout, p.device_gib) for p in ours] == [(p.layout, p.device_gib) for p in theirs]
@@ -68,8 +85,8 @@ def test_plans_are_the_planners_with_the_calibrated_predictor():
     assert [p.device_gib for p in ours] != [p.device_gib for p in uncalibrated]
 
 
-def test_leave_one_out_keeps_each_samples_held_out_prediction():
-    calibration = leave_one_out(_history())
+def test_held_out_fit_keeps_each_samples_held_out_prediction():
+    calibration = held_out_fit(_history())
     assert set(calibration.held_out) == {(s.run_id, "device") for s in calibration.samples}
     for s in calibration.samples:
         assert calibration.held_out[(s.run_id, "device")] == pytest.approx(s.peak_gib, rel=0.2)

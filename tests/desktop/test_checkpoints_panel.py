@@ -83,7 +83,7 @@ def test_parts_badges_and_the_resume_command(qtbot, panel, services, hf_run):
     assert panel.mode_combo.currentText() == "auto: higher is better"
     assert panel.ranking.text() == "The metric the training run itself ranked by."
     assert panel.resume.heading.text() == "<b>Resume from step 24 (checkpoint-24)</b>"
-    expected = f'trainer.train(resume_from_checkpoint="{hf_run / "checkpoint-24"}")'
+    expected = f"trainer.train(resume_from_checkpoint={str(hf_run / 'checkpoint-24')!r})"
     assert panel.resume.command.text() == expected
     assert not panel.resume.warnings.isVisible()
     panel.resume.copy_button.click()
@@ -114,7 +114,7 @@ def test_removed_files_show_as_missing_and_move_the_resume_point(qtbot, panel, s
     panel.table.selectRow(rows[24])  # the user insists on the newer one: copied, with the warning
     panel.resume_button.click()
     assert QGuiApplication.clipboard().text() == (
-        f'trainer.train(resume_from_checkpoint="{hf_run / "checkpoint-24"}")')
+        f"trainer.train(resume_from_checkpoint={str(hf_run / 'checkpoint-24')!r})")
     assert MISSING_WARNINGS["optimizer"] in messages[-1]
 
 
@@ -205,7 +205,7 @@ def test_lightning_checkpoints_warn_that_rng_is_not_saved(qtbot, panel, services
         assert _icon(panel, row, "optimizer").cacheKey() == part_icon(True).cacheKey()
     assert panel.resume.warnings.text() == f"⚠ {MISSING_WARNINGS['rng']}"
     last = lightning_run / "checkpoints" / "last.ckpt"
-    assert panel.resume.command.text() == f'trainer.fit(model, ckpt_path="{last}")'
+    assert panel.resume.command.text() == f"trainer.fit(model, ckpt_path={str(last)!r})"
     assert panel.mode_combo.currentText() == "auto: lower is better"
 
 

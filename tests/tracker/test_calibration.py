@@ -48,7 +48,7 @@ def test_fit_command_reports_groups_and_errors(history, capsys):
     assert "hf x H100 SXM x sdpa" in labels
     group = next(g for g in out["groups"] if g["label"] == "hf x H100 SXM x sdpa")
     assert group["coefficients"]["activations"] == pytest.approx(TRUE[0], rel=0.15)
-    assert group["loo_error"] < group["uncalibrated_error"]
+    assert group["held_out_error"] < group["uncalibrated_error"]
     assert len(out["runs_used"]) == 6
 
 

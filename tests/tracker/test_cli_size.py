@@ -82,3 +82,38 @@ def test_out_of_range_values_exit_2(args, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["size", "--model", "gpt2", *args])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("card", ["rtx-3090", "rtx-4090", "rtx-5090", "l40s", "a100 80gb"])
+def test_fit_to_card_answers_for_common_cards(card, capsys):
+    assert main(["size", "--model", "llama-3.1-8b", "--method", "qlora", "--batch", "4",
+                 "--seq", "4096", "--gpu", card, "--gpus", "1", "--fit-to-card", "--json",
+                 "--no-history"]) == 0
+    answer = json.loads(capsys.readouterr().out)["fit_to_card"]
+    assert answer["fits"] and answer["gpus"] == 1
+    best = answer["best"]
+    assert best["gpus"] == 1 and best["micro_batch"] * best["grad_accum"] == 4
+    assert best["device_gib"] <= 0.85 * best["capacity_gib"]
+    assert answer["max_micro_batch"] >= best["micro_batch"] and answer["max_seq_len"] >= 4096
+
+
+def test_fit_to_card_names_the_smallest_change_when_nothing_fits(capsys):
+    assert main(["size", "--model", "llama-3.1-70b", "--method", "full", "--seq", "4096",
+                 "--gpu", "rtx-4090", "--gpus", "1", "--fit-to-card", "--json",
+                 "--no-history"]) == 0
+    answer = json.loads(capsys.readouterr().out)["fit_to_card"]
+    assert not answer["fits"] and answer["best"] is None
+    assert answer["if_you_change"] or answer["more_cards"]
+    if answer["more_cards"]:
+        assert answer["more_cards"]["gpus"] > 1
+
+
+def test_plans_state_gpus_nodes_batch_method_optimizer_host_ram_and_cost(capsys):
+    assert main(["size", "--model", "llama-3.1-70b", "--method", "full", "--seq", "4096",
+                 "--gpu", "h100", "--tokens", "1e9", "--json", "--no-history"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    keys = {"gpus", "nodes", "micro_batch", "grad_accum", "method", "optimizer", "host_ram_gib",
+            "cost", "level", "summary"}
+    assert plans and all(keys <= set(p) for p in plans)
+    as_asked = next(p for p in plans if p["summary"] == "as asked")
+    assert as_asked["gpus"] >= 16 and as_asked["nodes"] >= 2 and as_asked["cost"] > 0

@@ -20,7 +20,7 @@ from pathlib import Path
 from core.checkpoints import Checkpoint
 from core.runlog import CheckpointRef
 from tracker.checkpoints import files, folders
-from tracker.checkpoints.parts import new, step_from_name
+from tracker.checkpoints.parts import as_step, new, step_from_name
 from tracker.readers._common import flatten
 
 MAX_DEPTH = 3
@@ -86,14 +86,51 @@ def _walk(folder: Path, depth: int, found: dict[str, Checkpoint], budget: list[i
         return
     for entry in entries:
         path = Path(entry.path)
+        if not _utf8(entry.name):
+            _add_undecodable(found, path)
+            continue
         reader = layout(path)
         if reader is not None:
-            ckpt = found.get(str(path)) or reader(path)
+            ckpt = found.get(str(path)) or inspect_one(reader, path)
             if ckpt is not None:
                 found[str(path)] = ckpt
         elif (entry.is_dir(follow_symlinks=False) and depth < MAX_DEPTH and budget[0] > 0
               and not entry.name.startswith(".") and entry.name not in SKIP_DIRS):
             _walk(path, depth + 1, found, budget)
+
+
+def inspect_one(reader: Reader, path: Path) -> Checkpoint | None:
+    """``reader(path)``; whatever goes wrong becomes this checkpoint's one-line warning."""
+    try:
+        return reader(path)
+    except Exception as err:  # one hostile file must not cost the run its other checkpoints
+        ckpt = new(path, _kind_from_name(path))
+        ckpt.status = "unreadable"
+        first = str(err).splitlines()[0][:160] if str(err) else ""
+        ckpt.warnings.append(f"{path.name}: could not be inspected ({type(err).__name__}"
+                             f"{': ' + first if first else ''})")
+        return ckpt
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes, kept by Python as lone surrogates
+        return False
+    return True
+
+
+def _add_undecodable(found: dict[str, Checkpoint], path: Path) -> None:
+    """A checkpoint-like name that is not UTF-8 is listed (escaped), never inspected or deleted."""
+    folder_like = (_HF, _DEEPSPEED, _MEGATRON, _DCP_STEP)
+    if path.suffix not in files.SUFFIXES and not any(p.match(path.name) for p in folder_like):
+        return
+    shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
+    ckpt = new(Path(shown), _kind_from_name(path))
+    ckpt.status = "unreadable"
+    ckpt.warnings.append(f"{Path(shown).name}: the file name is not valid UTF-8; rename it to "
+                         "inspect or delete it here")
+    found[shown] = ckpt
 
 
 def roots(source: Path, config: dict) -> list[Path]:
@@ -177,18 +214,18 @@ def _add_ref(found: dict[str, Checkpoint], ref: CheckpointRef, base: Path) -> No
     if ckpt is None:
         here = Path(key).exists() and Path(key).is_relative_to(base)  # deeper than the walk
         reader = layout(Path(key)) if here else None
-        ckpt = (reader(Path(key)) if reader else None) or _missing(key, ref)
+        ckpt = (inspect_one(reader, Path(key)) if reader else None) or _missing(key, ref)
         found[key] = ckpt
     ckpt.logged = True
     ckpt.metrics.update({k: v for k, v in ref.metrics.items() if isinstance(v, (int, float))})
     if ckpt.step is None:
-        ckpt.step = ref.step
+        ckpt.step = as_step(ref.step)
 
 
 def _missing(path: str, ref: CheckpointRef) -> Checkpoint:
     ckpt = new(Path(path), _kind_from_name(Path(path)))
     ckpt.status = "missing"
-    ckpt.step = ref.step if ref.step is not None else step_from_name(Path(path).name)
+    ckpt.step = as_step(ref.step) if ref.step is not None else step_from_name(Path(path).name)
     ckpt.notes.append(f"named by the run's logs as {ref.path}; the files are not here")
     return ckpt
 

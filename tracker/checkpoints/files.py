@@ -10,6 +10,7 @@ weights only.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from core.metrics import canonical
 from tracker.checkpoints.inspect import FileInfo, attrs, inspect_file, scalar, weights_kind
 from tracker.checkpoints.parts import (
     add_files,
+    as_step,
     epoch_from_name,
     metrics_from_name,
     new,
@@ -52,10 +54,10 @@ def read(path: Path) -> Checkpoint | None:
     add_files(ckpt, [info])
     if info.format == "unreadable":
         ckpt.status = "unreadable"
-    ckpt.step, ckpt.epoch = step_from_name(path.name), epoch_from_name(path.name)
+    ckpt.step, ckpt.epoch = step_from_name(path.name, ckpt.notes), epoch_from_name(path.name)
     ckpt.metrics.update(metrics_from_name(path.name))
-    if path.is_symlink():
-        ckpt.link_to = str(path.resolve())
+    if path.is_symlink() and os.path.exists(path):  # a loop is no link to anything
+        ckpt.link_to = os.path.realpath(path)
         ckpt.size_bytes = 0
     if info.format == "safetensors" or info.tensor_names is not None:
         _weights_only(ckpt, info)
@@ -78,7 +80,7 @@ def _plain(ckpt: Checkpoint, value: dict[str, Any]) -> None:
     ckpt.has["scaler"] = ckpt.has["scaler"] or None  # absent is normal without fp16
     stated = step_from_value(value)
     ckpt.step = ckpt.step if stated is None else stated
-    if isinstance(value.get("epoch"), (int, float)):
+    if as_step(value.get("epoch")) is not None or isinstance(value.get("epoch"), float):
         ckpt.epoch = float(value["epoch"])
     model = next((value[k] for k in ckpt.keys if k in ("model", "state_dict", "model_state_dict")),
                  None)
@@ -96,9 +98,9 @@ def _lightning(ckpt: Checkpoint, value: dict[str, Any]) -> None:
         scaler=True if any("MixedPrecision" in str(k) or "scaler" in str(k) for k in keys)
         else None,
     )
-    if isinstance(value.get("global_step"), int):
+    if as_step(value.get("global_step")) is not None:
         ckpt.step = value["global_step"]
-    if isinstance(value.get("epoch"), int):
+    if as_step(value.get("epoch")) is not None:
         ckpt.epoch = float(value["epoch"])
     if isinstance(value.get("state_dict"), dict):
         ckpt.weights = weights_kind([str(k) for k in value["state_dict"]])

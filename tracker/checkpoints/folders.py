@@ -14,6 +14,7 @@ from core.checkpoints import Checkpoint
 from tracker.checkpoints.inspect import FileInfo, attrs, inspect_file, weights_kind
 from tracker.checkpoints.parts import (
     add_files,
+    as_step,
     new,
     parts_from_keys,
     step_from_name,
@@ -78,8 +79,9 @@ def _hf_state(ckpt: Checkpoint, info: dict[str, FileInfo], folder: Path) -> None
         ckpt.has["scaler"] = False
     _hf_best_metric(ckpt, args)
     state = attrs(info["trainer_state.json"].value) if "trainer_state.json" in info else {}
-    ckpt.step = state.get("global_step", ckpt.step)
-    ckpt.epoch = state.get("epoch")
+    ckpt.step = as_step(state.get("global_step")) if "global_step" in state else ckpt.step
+    epoch = state.get("epoch")
+    ckpt.epoch = float(epoch) if isinstance(epoch, (int, float)) and abs(epoch) < 1e15 else None
     ckpt.best_path = state.get("best_model_checkpoint")
 
 

@@ -9,6 +9,7 @@ run code here. Git-LFS pointer files are recognised by their first line.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import struct
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.checkpoints.pickles import Call, PickleError, Tensor, scan, scan_many
+from tracker.readers._common import NotRegularFile, ReaderError, check_depth, open_regular
 
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/v1"
 # torch.save's legacy (pre-zip) format starts with this pickled number.
@@ -42,6 +44,7 @@ class FileInfo:
     value: Any = None
     tensor_names: list[str] | None = None
     dangerous: list[str] = field(default_factory=list)
+    records: list[str] = field(default_factory=list)  # a framework's argument classes
     error: str = ""
     lfs_size: int | None = None  # the size the Git-LFS pointer stands for
 
@@ -55,7 +58,7 @@ class FileInfo:
         object whose fields are plain data (``training_args.bin``)."""
         if self.format == "safetensors" or isinstance(self.value, dict):
             return True
-        return isinstance(self.value, Call) and bool(attrs(self.value)) and not self.dangerous
+        return isinstance(self.value, Call) and bool(attrs(self.value))
 
     def warnings(self) -> list[str]:
         name = self.path.name
@@ -65,9 +68,15 @@ class FileInfo:
         elif self.format in ("torch", "pickle") and not self.readable:
             out.append(f"{name}: {UNKNOWN}")
         if self.dangerous:
-            out.append(f"{name} would run {', '.join(self.dangerous)} if loaded: never load it "
-                       "without weights_only=True")
+            out.append(f"{name} would run {', '.join(self.dangerous)} if loaded; "
+                       "torch.load(weights_only=True) refuses it: load it only from a source you trust")
         return out
+
+    def notes(self) -> list[str]:
+        if not self.records:
+            return []
+        return [f"{self.path.name} needs torch.load(weights_only=False), which would build "
+                f"{', '.join(self.records)}: the training framework's record of its arguments"]
 
 
 def inspect_file(path: Path, deep: bool = True) -> FileInfo:
@@ -80,7 +89,7 @@ def inspect_file(path: Path, deep: bool = True) -> FileInfo:
     try:
         st = path.stat()
         info.size, info.mtime = st.st_size, st.st_mtime
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             head = f.read(len(LFS_MAGIC))
         if head == LFS_MAGIC and info.size < 1024:
             _read_lfs(info)
@@ -96,20 +105,28 @@ def inspect_file(path: Path, deep: bool = True) -> FileInfo:
             raise ValueError("a damaged zip file (cut short while saving?)")
         elif head[:1] == b"\x80":
             _read_pickle(info)
-    except (OSError, PickleError, zipfile.BadZipFile, ValueError, struct.error) as err:
+    except (OSError, PickleError, ReaderError, zipfile.BadZipFile, ValueError, struct.error,
+            RecursionError, MemoryError) as err:
         info.format, info.error = "unreadable", _reason(err)
     return info
 
 
 def _reason(err: Exception) -> str:
+    if isinstance(err, NotRegularFile):
+        return str(err)
     if isinstance(err, OSError):
+        if err.errno == errno.ELOOP:
+            return "a symlink loop: it points at itself"
         return f"cannot read ({err.strerror or err})"
+    if isinstance(err, (RecursionError, MemoryError)):
+        return "too deeply nested or too large to inspect"
     return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def _read_lfs(info: FileInfo) -> None:
     info.format = "lfs"
-    match = re.search(rb"^size (\d+)", info.path.read_bytes(), re.MULTILINE)
+    with open_regular(info.path) as f:
+        match = re.search(rb"^size (\d+)", f.read(1024), re.MULTILINE)
     info.lfs_size = int(match.group(1)) if match else None
 
 
@@ -117,20 +134,25 @@ def _read_json(info: FileInfo) -> None:
     if info.size > MAX_JSON:
         raise ValueError("JSON file too large to inspect")
     info.format = "json"
+    with open_regular(info.path) as f:
+        data = f.read(MAX_JSON + 1)
+    check_depth(data)
     try:
-        info.value = json.loads(info.path.read_bytes())
+        info.value = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"invalid JSON ({err})") from None
 
 
 def _read_safetensors(info: FileInfo) -> None:
     """The header only: an 8-byte little-endian length, then JSON naming every tensor."""
-    with open(info.path, "rb") as f:
+    with open_regular(info.path) as f:
         (length,) = struct.unpack("<Q", f.read(8))
         if length > MAX_HEADER or length + 8 > info.size:
             raise ValueError("not a safetensors file (bad header length; truncated?)")
+        raw = f.read(length)
+        check_depth(raw)
         try:
-            header = json.loads(f.read(length))
+            header = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise ValueError("not a safetensors file (header is not JSON)") from None
     info.format = "safetensors"
@@ -151,7 +173,7 @@ def _read_torch_zip(info: FileInfo) -> None:
 
 def _read_pickle(info: FileInfo) -> None:
     """A plain pickle, or torch's legacy format: magic number, version, sys info, object."""
-    with open(info.path, "rb") as f:
+    with open_regular(info.path) as f:
         first = scan(f)
         if first.value == TORCH_LEGACY_MAGIC:
             *_, found = scan_many(f, 3)
@@ -165,6 +187,7 @@ def _take(info: FileInfo, fmt: str, found) -> None:
     info.format = fmt
     info.value = found.value
     info.dangerous = found.dangerous
+    info.records = found.records
     info.tensor_names = state_dict_names(found.value)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sqlalchemy.orm import Session
@@ -29,6 +29,7 @@ from core.retention import RetentionPlan, plan
 from core.runlog import CheckpointRef, RunLog, Series
 from tracker.checkpoints.discover import discover, run_folder
 from tracker.checkpoints.lineage import Lineage, lineage, update_lineage
+from tracker.checkpoints.ownership import OUTSIDE, claimed, refusal, shown_path
 from tracker.checkpoints.trash import to_trash
 from tracker.db import checkpoints as rows
 from tracker.store import Store
@@ -58,9 +59,12 @@ class Deletion:
 
 def scan(source: Path, config: dict, refs: Iterable[CheckpointRef],
          series: Mapping[str, Series]) -> list[Checkpoint]:
-    """The run's checkpoints on disk and in its logs, with its metrics at each step."""
+    """The run's checkpoints on disk and in its logs, with its metrics at each step; those
+    that are not provably the run's own say so in a note."""
     checkpoints = discover(source, config, refs)
     for ckpt in checkpoints:
+        if refusal(replace(ckpt, path=shown_path(ckpt.path)), source) and OUTSIDE not in ckpt.notes:
+            ckpt.notes.append(OUTSIDE)
         if ckpt.step is None:
             continue
         values, steps = metrics_at(series, ckpt.step)
@@ -133,31 +137,55 @@ def plan_retention(
 ) -> tuple[Report, RetentionPlan]:
     """What keeping the best ``keep_best`` and the latest ``keep_latest`` would delete.
 
-    Only plans: nothing is deleted here.
+    Only plans: nothing is deleted here. The plan names each checkpoint by its
+    real path, and keeps (only lists) every one that is not provably the run's
+    (:mod:`tracker.checkpoints.ownership`).
     """
     answer = report(store, run_id, metric, mode)
+    shown = [replace(c, path=shown_path(c.path)) for c in answer.checkpoints]
     with store.session() as s:
+        source = Path(Store._get(s, run_id).source_path)
         resumed = rows.resumed_from(s)
-    protected = {path: f"run {', '.join(map(str, ids))} resumed from it"
-                 for path, ids in resumed.items() if set(ids) - {run_id}}
-    proposal = plan(answer.checkpoints, keep_best, keep_latest, answer.choice.metric,
-                    answer.choice.mode, protected)
+        protected = claimed(s, run_id, [c.path for c in shown])
+    protected.update({shown_path(path): f"run {', '.join(map(str, ids))} resumed from it"
+                      for path, ids in resumed.items() if set(ids) - {run_id}})
+    for ckpt in shown:
+        why = refusal(ckpt, source)
+        if why is not None:
+            protected[ckpt.path] = why
+    proposal = plan(shown, keep_best, keep_latest, answer.choice.metric, answer.choice.mode,
+                    protected)
     return answer, proposal
 
 
 def delete(store: Store, run_id: int, proposal: RetentionPlan, confirmed: bool) -> Deletion:
-    """Move the plan's deletions to the system trash; refuses without ``confirmed``."""
+    """Move the plan's deletions to the system trash; refuses without ``confirmed``.
+
+    Each path is checked again just before it goes: a folder swapped for a
+    symlink since the plan was made is refused, not followed.
+    """
     if not confirmed:
         raise PermissionError("deleting checkpoints needs an explicit confirmation")
+    with store.session() as s:
+        source = Path(Store._get(s, run_id).source_path)
+        stored = {shown_path(c.path): c.path for c in rows.load(s, run_id)}
     done = Deletion()
     for ckpt in proposal.delete:
-        error = to_trash(Path(ckpt.path)) if os.path.lexists(ckpt.path) else None
+        error = _refused(ckpt, source) or (
+            to_trash(Path(ckpt.path)) if os.path.lexists(ckpt.path) else None)
         if error:
             done.failed[ckpt.path] = error
         else:
             done.trashed.append(ckpt.path)
             done.freed_bytes += ckpt.size_bytes or 0
     with store.session() as s:
-        rows.mark_deleted(s, run_id, done.trashed)
+        rows.mark_deleted(s, run_id, [stored.get(p, p) for p in done.trashed])
     return done
 
+
+def _refused(ckpt: Checkpoint, source: Path) -> str | None:
+    """Why a planned deletion must not happen now, or None."""
+    now = shown_path(ckpt.path)
+    if now != ckpt.path:
+        return f"now resolves to {now}: {OUTSIDE}"
+    return refusal(ckpt, source)

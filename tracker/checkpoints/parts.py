@@ -43,18 +43,37 @@ def parts_from_keys(keys: Iterable[str], value: dict[str, Any] | None = None) ->
     return {part: bool(present & KEYS[part]) for part in KEYS}
 
 
+# Steps are stored as 64-bit integers; a larger one is no real step.
+MAX_STEP = 2**63 - 1
+
+
+def as_step(value: Any) -> int | None:
+    """``value`` when it is a whole number a step can be (0 .. 2**63-1), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_STEP:
+        return value
+    return None
+
+
 def step_from_value(value: dict[str, Any]) -> int | None:
     for key in STEP_KEYS:
-        found = value.get(key)
-        if isinstance(found, int) and not isinstance(found, bool):
+        found = as_step(value.get(key))
+        if found is not None:
             return found
     return None
 
 
-def step_from_name(name: str) -> int | None:
+def step_from_name(name: str, notes: list[str] | None = None) -> int | None:
+    """The step a file or folder name states; one beyond 64 bits is noted in ``notes`` and dropped."""
     stem = name.split(".")[0] if "=" not in name else name.rsplit(".", 1)[0]
     match = _STEP_IN_NAME.search(stem) or _TRAILING_NUMBER.search(stem)
-    return int(match.group(1)) if match else None
+    if not match:
+        return None
+    digits = match.group(1)
+    step = as_step(int(digits)) if len(digits) < 25 else None
+    if step is None and notes is not None:
+        notes.append(f"the step in the name ({digits[:24]}{'...' if len(digits) > 24 else ''}) "
+                     "is beyond the 64-bit range: ignored")
+    return step
 
 
 def epoch_from_name(name: str) -> float | None:
@@ -88,6 +107,7 @@ def add_files(ckpt: Checkpoint, files: list[FileInfo]) -> None:
                           f"{stands_for / 1024**3:.2f} GiB not fetched")
     for f in files:
         ckpt.warnings.extend(w for w in f.warnings() if w not in ckpt.warnings)
+        ckpt.notes.extend(n for n in f.notes() if n not in ckpt.notes)
 
 
 def walk_files(folder: Path) -> list[Path]:

@@ -11,25 +11,61 @@ named function is ever looked up, so nothing in the file can run.
 
 from __future__ import annotations
 
+import io
 import pickletools
+import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-# A pickle with more opcodes than this is not a checkpoint's metadata; stop reading.
-MAX_OPS = 5_000_000
+# A pickle with more opcodes than this is not a checkpoint's metadata; stop reading (a 7B
+# model's state dict takes a few thousand). Nor one that takes longer to follow than this.
+MAX_OPS = 2_000_000
+MAX_SECONDS = 5.0
+# Items copied by the calls replayed as data (list(x), set(x) ...): a few copies of a few
+# lists in a real checkpoint; a hostile pickle asks for the same big list a million times.
+MAX_WORK = 20_000_000
+# Bytes one pickle may take from a stream (a checkpoint's object tree is megabytes, not gigabytes).
+MAX_BYTES = 256 * 1024 * 1024
 
-# Callables that run commands, open files, import or evaluate code when a pickle is loaded.
-DANGEROUS_MODULES = {
-    "os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "runpy", "importlib", "pickle",
-    "_pickle", "cPickle", "marshal", "ctypes", "code", "codeop", "pty", "webbrowser", "urllib",
-    "http", "requests", "asyncio", "multiprocessing", "signal", "tempfile", "io",
-    "types", "operator", "functools", "commands", "pip", "setuptools",
-}
-DANGEROUS_BUILTINS = {
-    "eval", "exec", "compile", "open", "__import__", "getattr", "setattr", "delattr", "globals",
-    "locals", "vars", "input", "breakpoint", "apply", "execfile", "file", "reload", "memoryview",
-}
+# What torch.load(weights_only=True) lets a pickle name (torch/_weights_only_unpickler.py:
+# _get_allowed_globals), and numpy's array reconstruction (HF's rng_state.pth). Loading a pickle
+# that names anything else needs weights_only=False, and then the named callable runs.
+SAFE_GLOBALS = frozenset({
+    "collections.OrderedDict", "collections.Counter", "builtins.set", "builtins.bytearray",
+    "builtins.complex", "_codecs.encode",
+    "torch.nn.parameter.Parameter", "torch.serialization._get_layout", "torch.Size",
+    "torch.Tensor", "torch.device", "torch._tensor._rebuild_from_type_v2",
+    "torch.storage.TypedStorage", "torch.storage.UntypedStorage", "torch.UntypedStorage",
+    "torch.per_tensor_affine", "torch.per_tensor_symmetric", "torch.per_channel_affine",
+    "torch.per_channel_symmetric", "torch.per_channel_affine_float_qparams",
+    *(f"torch._utils._rebuild_{kind}" for kind in (
+        "parameter", "parameter_with_state", "qtensor", "tensor", "tensor_v2", "tensor_v3",
+        "sparse_tensor", "meta_tensor_no_storage", "nested_tensor", "wrapper_subclass",
+        "device_tensor_from_numpy", "device_tensor_from_cpu_tensor")),
+    *(f"numpy.{core}.multiarray.{name}" for core in ("core", "_core")
+      for name in ("_reconstruct", "scalar")),
+    "numpy.ndarray", "numpy.dtype",
+})
+# What HF and accelerate pickle into training_args.bin, the record of a run's arguments that no
+# resume loads. torch's weights_only loader refuses these too, so they are reported; but as the
+# framework's own record (a note), not as code planted in the file (a warning).
+ARGUMENT_RECORDS = frozenset({
+    "transformers.training_args.TrainingArguments",
+    "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+    "transformers.training_args.OptimizerNames", "transformers.trainer_utils.IntervalStrategy",
+    "transformers.trainer_utils.SaveStrategy", "transformers.trainer_utils.SchedulerType",
+    "transformers.trainer_utils.HubStrategy", "transformers.trainer_utils.FSDPOption",
+    "transformers.debug_utils.DebugOption", "transformers.trainer_pt_utils.AcceleratorConfig",
+    "accelerate.state.PartialState", "accelerate.utils.dataclasses.DistributedType",
+})
+# torch's dtypes (torch.float32, torch.bfloat16, torch.float8_e4m3fn ...).
+_TORCH_DTYPE = re.compile(r"^(q?u?int|float|complex|bits)\d+(x\d+)?(_[a-z0-9]+)*$"
+                          r"|^(bool|half|float|double|long|int|short|cfloat|cdouble|chalf|bfloat16)$")
+# torch's legacy tensor and storage classes (torch.FloatStorage, torch.cuda.HalfTensor ...).
+_TORCH_CLASS = re.compile(r"^(Byte|Char|Short|Int|Long|Half|Float|Double|ComplexFloat|ComplexDouble"
+                          r"|Bool|BFloat16|QUInt8|QInt8|QInt32|QUInt4x2|QUInt2x4)(Storage|Tensor)$")
 
 _MARK = object()
 
@@ -93,8 +129,14 @@ class Scan:
 
     @property
     def dangerous(self) -> list[str]:
-        """Globals that would run commands or code if the file were loaded normally."""
-        return sorted(g.qualname for g in self.globals if is_dangerous(g))
+        """Globals outside the allowlist: loading the file would call them."""
+        return sorted(g.qualname for g in self.globals
+                      if not is_safe(g) and g.qualname not in ARGUMENT_RECORDS)
+
+    @property
+    def records(self) -> list[str]:
+        """A framework's argument classes: loading needs weights_only=False, as for any global."""
+        return sorted(g.qualname for g in self.globals if g.qualname in ARGUMENT_RECORDS)
 
 
 
@@ -102,28 +144,53 @@ class PickleError(ValueError):
     """Bytes that are not a pickle this scanner can follow."""
 
 
-def is_dangerous(g: Global) -> bool:
-    if g.module in ("builtins", "__builtins__"):
-        return g.name.split(".")[0] in DANGEROUS_BUILTINS or "." in g.name
-    # A dotted name reaches a method through its class (pathlib.Path.write_text).
-    return "." in g.name or g.module.split(".")[0] in DANGEROUS_MODULES
+def is_safe(g: Global) -> bool:
+    """Whether torch's weights_only unpickler (or numpy's array rebuild) allows ``g``."""
+    if g.qualname in SAFE_GLOBALS:
+        return True
+    if g.module == "torch" and _TORCH_DTYPE.match(g.name):
+        return True
+    return g.module in ("torch", "torch.cuda") and bool(_TORCH_CLASS.match(g.name))
 
 
 def scan(source: bytes | IO[bytes]) -> Scan:
     """Replay one pickle's opcodes symbolically; see the module docstring."""
     machine = _Machine()
+    deadline = time.monotonic() + MAX_SECONDS
     try:
-        for count, (op, arg, _pos) in enumerate(pickletools.genops(source)):
-            if count > MAX_OPS:
+        for count, (op, arg, _pos) in enumerate(pickletools.genops(_Bounded(source))):
+            if count > MAX_OPS or (count & 0xFFFF == 0 and time.monotonic() > deadline):
                 raise PickleError("pickle too large to inspect")
             if op.name == "STOP":
                 return Scan(machine.stack.pop(), machine.globals)
             machine.step(op, arg)
-    except (ValueError, IndexError, KeyError, TypeError) as err:
+    except (ValueError, IndexError, KeyError, TypeError, OverflowError) as err:
         if isinstance(err, PickleError):
             raise
-        raise PickleError(f"not a readable pickle ({err})") from None
+        raise PickleError(f"not a readable pickle ({str(err)[:100]})") from None
+    except (RecursionError, MemoryError):
+        raise PickleError("pickle too deeply nested or too large to inspect") from None
     raise PickleError("truncated pickle")
+
+
+class _Bounded:
+    """A stream that gives at most MAX_BYTES: a pickle's length fields can claim anything."""
+
+    def __init__(self, source: bytes | IO[bytes]) -> None:
+        self.source = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
+        self.left = MAX_BYTES
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0 or n > self.left:
+            raise PickleError("pickle too large to inspect")
+        data = self.source.read(n)
+        self.left -= len(data)
+        return data
+
+    def readline(self) -> bytes:
+        line = self.source.readline(min(self.left, 1 << 20))
+        self.left -= len(line)
+        return line
 
 
 def scan_many(stream: IO[bytes], count: int) -> Iterator[Scan]:
@@ -139,6 +206,13 @@ class _Machine:
         self.stack: list[Any] = []
         self.memo: dict[int, Any] = {}
         self.globals: set[Global] = set()
+        self.work = 0
+
+    def charge(self, items: int) -> None:
+        """Count items copied; a pickle built to copy without end is given up on."""
+        self.work += items
+        if self.work > MAX_WORK:
+            raise PickleError("pickle asks for too much work to inspect (built to exhaust memory?)")
 
     def step(self, op: pickletools.OpcodeInfo, arg: Any) -> None:
         handler = _HANDLERS.get(op.name)
@@ -188,10 +262,17 @@ class _Machine:
         if name in ("collections.OrderedDict", "builtins.dict"):
             return {}
         if name in ("builtins.set", "builtins.frozenset", "builtins.list", "builtins.tuple"):
-            return list(args[0]) if args and isinstance(args[0], (list, tuple)) else []
+            if args and isinstance(args[0], (list, tuple)):
+                self.charge(len(args[0]))
+                return list(args[0])
+            return []
         if name.startswith(("torch._utils._rebuild_tensor", "torch._utils._rebuild_parameter")):
             return _tensor(name, args)
         return Call(func, args)
+
+
+# A tensor has a handful of dimensions; a longer "shape" is not one.
+MAX_DIMS = 64
 
 
 def _tensor(name: str, args: tuple) -> Any:
@@ -199,6 +280,7 @@ def _tensor(name: str, args: tuple) -> Any:
         return args[0] if args else Tensor(())
     storage = args[0] if args else None
     shape = args[2] if len(args) > 2 and isinstance(args[2], (tuple, list)) else ()
+    shape = shape if len(shape) <= MAX_DIMS else ()
     offset = args[1] if len(args) > 1 and isinstance(args[1], int) else 0
     kind, key = "", ""
     pid = storage.pid if isinstance(storage, Persistent) else None
@@ -212,12 +294,26 @@ def _setitems(m: _Machine, pairs: list[Any]) -> None:
     target = m.stack[-1]
     for key, value in zip(pairs[::2], pairs[1::2], strict=False):
         if isinstance(target, dict):
-            try:
-                target[key] = value
-            except TypeError:  # an unhashable key: keep the entry under its text
-                target[repr(key)] = value
+            target[_plain_key(key)] = value
         elif isinstance(target, Call):
             target.items.append((key, value))
+
+
+_SCALARS = (str, bytes, float, bool, type(None))
+
+
+def _plain_key(key: Any) -> Any:
+    """A dict key as data: scalars and short flat tuples of them; anything else by its type.
+
+    Hashing a key walks it in C without a depth check, so a tuple nested a
+    million deep crashes the interpreter; a huge integer cannot even be printed.
+    """
+    if isinstance(key, _SCALARS) or (isinstance(key, int) and key.bit_length() <= 64):
+        return key
+    if isinstance(key, tuple) and len(key) <= 8 and all(
+            isinstance(k, _SCALARS) or (isinstance(k, int) and k.bit_length() <= 64) for k in key):
+        return key
+    return f"<{type(key).__name__} key>"
 
 
 def _append(m: _Machine, values: list[Any]) -> None:

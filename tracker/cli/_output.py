@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tracker.store import Store
+
+# Control characters, and the bidirectional marks that reorder a line on screen: a file named
+# "a\nfake row" or "\u202eexe.pt" must not forge the table it is printed in.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                          "\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def open_store(url: str | None) -> Store:
@@ -56,6 +63,19 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
+def printable(text: str) -> str:
+    """``text`` with control and direction characters escaped, as Python writes them."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match) -> str:
+    char = match.group()
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name, as Python keeps it
+        return f"\\x{code - 0xDC00:02x}"
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
 def fmt(value: Any) -> str:
     if value is None:
         return "-"
@@ -63,7 +83,7 @@ def fmt(value: Any) -> str:
         if not math.isfinite(value):
             return str(value)
         return f"{value:.4g}"
-    return str(value)
+    return printable(str(value))
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

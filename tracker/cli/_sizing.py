@@ -12,7 +12,8 @@ from core.gpus import GPU, catalog, find
 from core.memory import GIB, ModelSpec, Setup, check, estimate
 from core.memory.setup import Layout, SetupError
 from core.models import ModelError, from_config_file, from_params, preset, presets
-from core.sizing import Sizer, default_optimizer, default_precision
+from core.planner import LEVELS
+from core.sizing import Sizer, planned_setup
 from tracker.db.engine import default_url
 
 _ARCH_FIELDS = {"layers": "n_layers", "hidden": "hidden", "heads": "n_heads",
@@ -42,6 +43,12 @@ def build_spec(args: argparse.Namespace) -> ModelSpec:
     hidden, heads = given.get("hidden", spec.hidden), given.get("n_heads", spec.n_heads)
     if hidden % heads:
         raise SetupError(f"--hidden {hidden} is not divisible by {heads} heads")
+    kv_heads = given.get("n_kv_heads", spec.n_kv_heads)
+    if kv_heads > heads:
+        raise SetupError(f"more KV heads ({kv_heads}) than heads ({heads})")
+    if heads % kv_heads:
+        raise SetupError(f"{heads} heads are not divisible into {kv_heads} KV heads (each KV head "
+                         "serves a whole group of heads)")
     reshaped = "hidden" in given or "n_heads" in given
     head_dim = hidden // heads if reshaped else spec.head_dim
     # An overridden architecture no longer has the preset's exact count.
@@ -50,29 +57,26 @@ def build_spec(args: argparse.Namespace) -> ModelSpec:
 
 
 def build_setup(args: argparse.Namespace) -> Setup:
-    method = args.method
-    recompute = args.recompute or ("full" if args.grad_checkpointing else "none")
+    """The setup the flags state; ``--framework``'s defaults fill what they leave unsaid."""
     layout = Layout(
         n_gpus=args.gpus, zero=args.zero, fsdp=args.fsdp, offload_optimizer=args.offload,
-        offload_params=args.offload_params, tp=args.tp, pp=args.pp, sequence_parallel=args.sp,
+        offload_params=args.offload_params, tp=args.tp, pp=args.pp, cp=args.cp,
+        sequence_parallel=args.sp,
         pp_schedule="interleaved" if args.interleave else "1f1b",
         virtual_stages=args.interleave or 1,
     )
-    return Setup(
-        method=method, precision=args.precision or default_precision(method),
-        optimizer=args.optimizer or default_optimizer(method),
+    adapter = {"fp32": True, "bf16": False}.get(args.adapter_dtype)
+    return planned_setup(
+        args.method, args.framework, layout,
+        precision="fp8" if args.fp8 else args.precision, optimizer=args.optimizer,
         lora_rank=args.lora_rank, lora_targets=args.lora_targets,
-        lora_dropout=not args.no_lora_dropout, quant_type=args.quant_type,
-        double_quant=not args.no_double_quant, micro_batch=args.batch, seq_len=args.seq,
-        grad_accum=args.grad_accum, recompute=recompute, attention=args.attention,
-        fused_loss=args.fused_loss, framework=_framework(args.framework), layout=layout,
+        lora_dropout=False if args.no_lora_dropout else None, adapter_fp32=adapter,
+        quant_type=args.quant_type, double_quant=not args.no_double_quant,
+        micro_batch=args.batch, seq_len=args.seq, grad_accum=args.grad_accum,
+        recompute=args.recompute or ("full" if args.grad_checkpointing else None),
+        attention=args.attention, loss=args.loss, activation_offload=args.activation_offload,
+        optimizer_in_backward=args.optimizer_in_backward, compile=args.compile,
     )
-
-
-def _framework(name: str) -> str:
-    from core.memory.from_shape import framework
-
-    return framework(name)
 
 
 def size(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,8 +87,19 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
     est = estimate(spec, setup)
     sizer = Sizer(spec, None if args.no_history else _history(args.db), args.margin)
     fits = [sizer.fit(setup, g) for g in catalog().values()]
-    plans = sizer.plans(setup, [gpu] if gpu else list(catalog().values()),
-                        args.max_gpus or max(8, args.gpus))
+    tokens = args.tokens or 0.0
+    if args.fit_to_card:
+        if gpu is None:
+            raise SetupError("--fit-to-card needs the card: --gpu NAME (and --gpus N)")
+        answer = sizer.fit_to_card(setup, gpu, args.gpus, args.global_batch)
+        card = _card_dict(answer, tokens)
+        plans = ([answer.best] if answer.best else answer.changes) + (
+            [answer.more_cards] if answer.more_cards else [])
+    else:
+        card = None
+        plans = sizer.plans(setup, [gpu] if gpu else list(catalog().values()), args.max_gpus,
+                            args.global_batch)
+    check_ = sizer.check(setup, gpu) if gpu else None
     return {
         "model": _model_dict(spec),
         "setup": _setup_dict(setup),
@@ -97,8 +112,10 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
         "notes": list(est.notes) + ([spec.note] if spec.note else []),
         "calibrated": _calibrated_dict(sizer.calibrated(setup, gpu.name if gpu else "")),
         "uncalibrated": sizer.uncalibrated(setup) or None,
+        "leads": check_.lead if check_ else "analytical",
         "fits": [_round(asdict(f)) for f in fits],
-        "plans": [_plan_dict(p) for p in plans],
+        "plans": [_plan_dict(p, tokens) for p in plans],
+        **({"fit_to_card": card} if card is not None else {}),
         **({"simulated": _simulated(spec, setup)} if getattr(args, "simulate", False) else {}),
     }
 
@@ -165,20 +182,43 @@ def _calibrated_dict(found) -> dict[str, Any] | None:
             "allocated_gib": round(found.readings["allocated"], 3),
             "reserved_gib": round(found.readings["reserved"], 3),
             "device_gib": round(found.readings["device"], 3),
-            "group": found.group, "runs": list(found.run_ids)}
+            "group": found.group, "runs": list(found.run_ids), "trusted": found.trusted,
+            "why": found.why}
 
 
-def _plan_dict(p) -> dict[str, Any]:
+def _plan_dict(p, tokens: float = 0.0) -> dict[str, Any]:
     s = p.setup
-    return {"gpu": p.gpu, "gpus": p.n_gpus, "layout": p.layout, "method": s.method,
+    hours, cost = p.hours(tokens), p.cost(tokens)
+    return {"gpu": p.gpu, "gpus": p.n_gpus, "nodes": p.nodes, "layout": p.layout,
+            "level": LEVELS[p.level], "summary": p.summary, "method": s.method,
             "precision": s.precision, "optimizer": s.optimizer, "recompute": s.recompute,
-            "zero": s.layout.zero, "tp": s.layout.tp, "pp": s.layout.pp, "dp": s.layout.dp,
-            "sequence_parallel": s.layout.sequence_parallel,
-            "offload_optimizer": s.layout.offload_optimizer, "grad_accum": s.grad_accum,
+            "loss": s.loss, "activation_offload": s.activation_offload,
+            "micro_batch": s.micro_batch, "grad_accum": s.grad_accum,
+            "global_batch": p.global_batch, "seq_len": s.seq_len,
+            "zero": s.layout.zero, "fsdp": s.layout.fsdp, "tp": s.layout.tp, "pp": s.layout.pp,
+            "dp": s.layout.dp, "sequence_parallel": s.layout.sequence_parallel,
+            "offload_optimizer": s.layout.offload_optimizer,
+            "offload_params": s.layout.offload_params,
+            "host_ram_gib": round(p.host_ram_gib, 1),
+            "offload_s_per_step": round(p.offload_s_per_step, 3),
             "device_gib": round(p.device_gib, 3), "capacity_gib": p.capacity_gib,
             "fits": p.fits, "max_micro_batch": p.max_micro_batch, "max_seq_len": p.max_seq_len,
-            "tokens_per_s": round(p.tokens_per_s, 1), "changes": list(p.changes),
-            "warnings": list(p.warnings)}
+            "tokens_per_s": round(p.tokens_per_s, 1), "speed": round(p.speed, 3),
+            "usd_per_hour": round(p.usd_per_hour, 2) or None,
+            "hours": round(hours, 2) if hours else None, "cost": round(cost, 2) if cost else None,
+            "changes": list(p.changes), "warnings": list(p.warnings)}
+
+
+def _card_dict(answer, tokens: float) -> dict[str, Any]:
+    """The --fit-to-card answer: the best setup on these cards, or what would make it fit."""
+    best = answer.best
+    return {"gpu": answer.gpu, "gpus": answer.n_gpus, "fits": answer.fits,
+            "best": _plan_dict(best, tokens) if best else None,
+            "max_micro_batch": best.max_micro_batch if best else 0,
+            "max_seq_len": best.max_seq_len if best else 0,
+            "knobs": list(best.changes) if best else [],
+            "if_you_change": [_plan_dict(p, tokens) for p in answer.changes],
+            "more_cards": _plan_dict(answer.more_cards, tokens) if answer.more_cards else None}
 
 
 def print_report(report: dict[str, Any], table) -> None:
@@ -195,22 +235,52 @@ def print_report(report: dict[str, Any], table) -> None:
     _print_simulated(report)
     cal = report["calibrated"]
     if cal:
+        verdict = "trusted" if cal["trusted"] else "a hint, not trusted"
         print(f"calibrated on your runs ({cal['group']}): {cal['gib']:.2f} GiB "
               f"[{cal['low_gib']:.2f} - {cal['high_gib']:.2f}], from runs "
-              f"{', '.join(map(str, cal['runs']))}")
+              f"{', '.join(map(str, cal['runs']))}: {verdict} ({cal['why']})")
     else:
         print(f"calibrated: {report['uncalibrated']}")
     print()
     rows = [(f["gpu"], "yes" if f["fits"] else "no", f["headroom_gib"], f["max_micro_batch"])
             for f in report["fits"]]
     table(("GPU", "fits", "headroom GiB", "max batch"), rows)
+    if report.get("fit_to_card"):
+        _print_card(report["fit_to_card"])
     if report["plans"]:
-        print()
-        rows = [(p["gpu"], p["layout"], p["method"], p["device_gib"], p["max_micro_batch"],
-                 p["max_seq_len"], int(p["tokens_per_s"]), "; ".join(p["changes"] + p["warnings"]))
-                for p in report["plans"]]
-        table(("GPU", "layout", "method", "GiB/GPU", "max batch", "max seq", "tok/s", "notes"),
-              rows)
+        _print_plans(report["plans"], table)
+
+
+def _print_plans(plans: list[dict[str, Any]], table) -> None:
+    for level in LEVELS:
+        rows = [(p["gpu"], p["gpus"], p["layout"], f"{p['micro_batch']} x {p['grad_accum']}",
+                 p["device_gib"], int(p["tokens_per_s"]), f"{p['speed']:.0%}",
+                 f"{p['host_ram_gib']:g}" if p["host_ram_gib"] else "",
+                 f"${p['cost']:,.0f}" if p["cost"] else "", p["summary"])
+                for p in plans if p["level"] == level]
+        if rows:
+            title = {"keeps the experiment": "Plans that keep the experiment",
+                     "changes the optimizer": "Plans that change the optimizer",
+                     "changes the experiment": "If you can change the experiment"}[level]
+            print(f"\n{title}:")
+            table(("GPU", "GPUs", "layout", "micro x accum", "GiB/GPU", "tok/s", "speed",
+                   "host RAM GiB/node", "cost", "changes"), rows)
+
+
+def _print_card(card: dict[str, Any]) -> None:
+    print()
+    if card["fits"]:
+        best = card["best"]
+        print(f"{card['gpus']} x {card['gpu']} runs it: {best['summary']}; largest micro batch "
+              f"{card['max_micro_batch']}, longest sequence {card['max_seq_len']:,} with those "
+              "settings")
+        return
+    print(f"{card['gpus']} x {card['gpu']} cannot keep this experiment.")
+    for p in card["if_you_change"][:3]:
+        print(f"  it fits if you change: {p['summary']}")
+    more = card["more_cards"]
+    if more:
+        print(f"  or with {more['gpus']} x {more['gpu']} ({more['layout']}): {more['summary']}")
 
 
 def _print_simulated(report: dict[str, Any]) -> None:

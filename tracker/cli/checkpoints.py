@@ -11,7 +11,7 @@ import argparse
 from datetime import datetime
 
 from core.metrics import size_text
-from tracker.cli._output import fail, find_run, open_store, print_json, print_table
+from tracker.cli._output import fail, find_run, open_store, print_json, print_table, printable
 
 LEGEND = ("has: M model (A adapter only), O optimizer, S scheduler, R RNG, G grad scaler, "
           "T trainer state; - missing, ? unknown")
@@ -139,7 +139,7 @@ def _iso(when: datetime | None) -> str | None:
 
 def _print_report(summary, report) -> None:
     choice = report.choice
-    print(f"run {summary.id} {summary.name}: {len(report.checkpoints)} checkpoint(s); "
+    print(f"run {summary.id} {printable(summary.name)}: {len(report.checkpoints)} checkpoint(s); "
           f"best by {choice.metric or '-'} ({choice.mode or '?'})")
     if choice.note:
         print(f"  note: {choice.note}")
@@ -151,7 +151,7 @@ def _print_report(summary, report) -> None:
         print(LEGEND)
     _print_resume(report.resume)
     if report.origin and report.origin.resumed_from:
-        print(f"this run resumed from {report.origin.resumed_from}")
+        print(f"this run resumed from {printable(report.origin.resumed_from)}")
 
 
 def _row(c, report, eval_name: str) -> tuple:
@@ -180,12 +180,12 @@ def _print_resume(resume) -> None:
     if resume is None:
         print("resume: no checkpoint on disk to resume from")
         return
-    print(f"resume from: {resume.checkpoint.path}")
+    print(f"resume from: {printable(resume.checkpoint.path)}")
     for reason in resume.reasons:
-        print(f"  because: {reason}")
+        print(f"  because: {printable(reason)}")
     for warning in resume.warnings:
-        print(f"  warning: {warning}")
-    print(f"  command: {resume.command}")
+        print(f"  warning: {printable(warning)}")
+    print(f"  command: {printable(resume.command)}")
 
 
 def _print_plan(report, plan, done) -> None:
@@ -200,4 +200,4 @@ def _print_plan(report, plan, done) -> None:
     print(f"moved {len(done.trashed)} checkpoint(s) to the trash, "
           f"freeing {_size(done.freed_bytes)}")
     for path, error in done.failed.items():
-        print(f"  not deleted: {path}: {error}")
+        print(f"  not deleted: {printable(path)}: {printable(error)}")

@@ -10,8 +10,9 @@ from tracker.cli._output import fail, find_run, open_store, print_json, print_ta
 def add_parser(sub, parents) -> None:
     p = sub.add_parser("fit", parents=parents, help="fit the memory model to recorded peaks",
                        description="Fit the memory model's coefficients to the runs' peaks, "
-                                   "per framework x GPU x attention group, with leave-one-out "
-                                   "errors.")
+                                   "per framework x GPU x attention group, with errors measured "
+                                   "one experiment at a time held out, and whether each group "
+                                   "is trusted.")
     p.add_argument("--exclude", metavar="RUN", action="append", default=[],
                    help="keep a run out of the fit from now on (id or name)")
     p.add_argument("--include", metavar="RUN", action="append", default=[],
@@ -21,6 +22,7 @@ def add_parser(sub, parents) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core.calibration import trust
     from tracker.calibration import calibrate
 
     store = open_store(args.db)
@@ -39,10 +41,14 @@ def run(args: argparse.Namespace) -> int:
     if not groups:
         fail("no stored run has both a shape and a memory peak (or an OOM) to fit; "
              "ingest logs that record memory (`headroom ingest PATH`)")
-    rows = [(g.label, len(set(g.run_ids)), *(round(v, 3) for v in g.theta),
-             _pct(g.loo_error), _pct(g.prior_error)) for g in groups]
-    print_table(("group", "runs", "act x", "logits x", "offset GiB", "reserved x", "context GiB",
-                 "LOO error", "uncalibrated"), rows)
+    rows = [(g.label, len(set(g.run_ids)), g.experiments, *(round(v, 3) for v in g.theta),
+             _pct(g.held_out_error), _pct(g.prior_error), "yes" if trust(g)[0] else "no")
+            for g in groups]
+    print_table(("group", "runs", "experiments", "act x", "logits x", "offset GiB", "reserved x",
+                 "context GiB", "held-out error", "uncalibrated", "trusted"), rows)
+    print()
+    for g in groups:
+        print(f"{g.label}: {trust(g)[1]}")
     if collected.skipped:
         print(f"\n{len(collected.skipped)} run(s) not used:")
         for run_id, why in sorted(collected.skipped.items()):
@@ -55,6 +61,10 @@ def _pct(value: float | None) -> str:
 
 
 def _group_dict(g) -> dict:
+    from core.calibration import trust
+
+    trusted, why = trust(g)
     return {"group": list(g.key), "label": g.label, "runs": sorted(set(g.run_ids)),
-            "coefficients": g.coefficients, "noise": g.noise,
-            "loo_error": g.loo_error, "uncalibrated_error": g.prior_error}
+            "experiments": g.experiments, "coefficients": g.coefficients, "noise": g.noise,
+            "interval": g.interval, "held_out_error": g.held_out_error,
+            "uncalibrated_error": g.prior_error, "trusted": trusted, "why": why}

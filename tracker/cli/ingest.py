@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tracker.cli._output import open_store, print_json
+from tracker.cli._output import open_store, print_json, printable
 
 
 def add_parser(sub, parents) -> None:
@@ -43,9 +43,9 @@ def _print_report(report) -> None:
         what = f"run {r.run_id} {r.run_name!r}" if r.run_id is not None else ""
         fmt_ = f" [{r.format}]" if r.format else ""
         reason = f": {r.reason}" if r.reason else ""
-        print(f"{r.status:<9} {r.path}{fmt_} {what}{reason}".rstrip())
+        print(printable(f"{r.status:<9} {r.path}{fmt_} {what}{reason}".rstrip()))
         for warning in r.warnings:
-            print(f"          warning: {warning}")
+            print(f"          warning: {printable(warning)}")
     counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n)
     ignored = f", {report.ignored} other files ignored" if report.ignored else ""
     print(f"{counts or 'nothing to ingest'}{ignored}" + (" (cancelled)" if report.cancelled else ""))

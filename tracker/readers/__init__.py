@@ -43,7 +43,7 @@ class Reader:
             return 0.0
         try:
             return float(self.module.sniff(path))
-        except (OSError, ValueError, ReaderError, UnicodeDecodeError):
+        except Exception:  # a hostile file must not stop the walk: read() names what is wrong
             return 0.0
 
     def read(self, path: Path) -> list[RunLog]:

@@ -8,14 +8,25 @@ is slower but names the exact line that is wrong.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from core.runlog import RunLog
-from tracker.readers._common import ReaderError, head, looks_binary, number, parse_json
+from tracker.readers._common import (
+    ReaderError,
+    check_depth,
+    check_file_depth,
+    head,
+    looks_binary,
+    number,
+    open_regular,
+    parse_json,
+    read_regular,
+)
 
 # Column names that count the optimizer step, most specific first.
 STEP_COLUMNS = (
@@ -27,14 +38,32 @@ WALL_COLUMNS = ("wall_time", "_timestamp", "timestamp", "wall time", "time")
 # CSV cells that mean "no value". Not "nan"/"inf": a log that wrote those meant them.
 NULL_CELLS = ["", "NA", "N/A", "null", "NULL", "None"]
 NO_STEP = "no step column (step, iteration, ...): the row number is used as the step"
+# Steps are stored as 64-bit integers.
+STEP_RANGE = (-(2**63), 2**63 - 1)
+# A table this wide is no training log (and its header alone outgrows every sniffer's head).
+MAX_COLUMNS = 10_000
+# A text cell that is a number, as logs write them (thousands separators, nan, inf).
+_NUMBER = (r"^\s*[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
+           r"|^\s*[-+]?(nan|inf|infinity)\s*$")
+# JSON lines shorter than this are parsed line by line in Python: importing pyarrow (and the
+# pandas and pyarrow.compute its conversions load) takes longer than parsing them (~0.4 s).
+SMALL_JSONL = 256 * 1024
 
 
 @dataclass
 class Column:
-    """A numeric column: values, and which rows have one (NaN written on purpose stays)."""
+    """A numeric column: values, and which rows have one (NaN written on purpose stays).
+
+    Whole-number columns stay int64, so steps near 2**63 keep every digit. ``bad``
+    counts text cells that were no number (missing points), the first at row
+    ``first_bad``; ``line_of`` turns a row into its line in the file.
+    """
 
     values: np.ndarray
     present: np.ndarray
+    bad: int = 0
+    first_bad: int = -1
+    line_of: Callable[[int], int] | None = None
 
 
 def jsonl_rows(data: bytes) -> list[dict[str, Any]]:
@@ -70,33 +99,83 @@ def jsonl_columns(data: bytes) -> dict[str, Column]:
     """
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
+    check_depth(data)
+    if len(data) < SMALL_JSONL:
+        return _with_lines(rows_to_columns(jsonl_rows(data)), lambda row: jsonl_line(data, row))
     table = _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
         table = _arrow_json(data[: data.rfind(b"\n") + 1])
     if table is None:
-        return rows_to_columns(jsonl_rows(data))
+        return _with_lines(rows_to_columns(jsonl_rows(data)), lambda row: jsonl_line(data, row))
     try:
-        return _numeric_arrow_columns(table)
+        columns = _numeric_arrow_columns(table)
     except UnicodeDecodeError:  # pyarrow keeps invalid UTF-8 in text values as it found it
         return jsonl_columns(data.decode("utf-8", errors="replace").encode("utf-8"))
+    return _with_lines(columns, lambda row: jsonl_line(data, row))
+
+
+def jsonl_line(data: bytes, row: int) -> int:
+    """The line (from 1) of the ``row``-th object of JSON lines (blank lines hold none)."""
+    seen = -1
+    for number_, raw in enumerate(data.split(b"\n"), start=1):
+        seen += bool(raw.strip())
+        if seen == row:
+            return number_
+    return number_
+
+
+def _with_lines(columns: dict[str, Column], line_of: Callable[[int], int]) -> dict[str, Column]:
+    for column in columns.values():
+        column.line_of = line_of
+    return columns
 
 
 def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, Column]:
-    """Numeric columns from parsed rows (flattening nested objects with "/")."""
-    columns: dict[str, Column] = {}
-    n = len(rows)
+    """Numeric columns from parsed rows (flattening nested objects with "/").
+
+    Whole numbers stay exact; a text value that is no number is a missing point,
+    counted, in a column that otherwise holds numbers.
+    """
+    cells: dict[str, dict[int, int | float]] = {}
+    text: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         for key, value in _flat_items(row):
-            x = number(value)
-            if x is None:
-                continue
-            col = columns.get(key)
-            if col is None:
-                col = columns[key] = Column(np.full(n, np.nan), np.zeros(n, dtype=bool))
-            col.values[i] = x
-            col.present[i] = True
-    return columns
+            x = _exact(value)
+            if x is not None:
+                cells.setdefault(key, {})[i] = x
+            elif isinstance(value, str) and value.strip():
+                text.setdefault(key, []).append(i)
+    return {key: _column(found, len(rows), text.get(key, [])) for key, found in cells.items()}
+
+
+def _exact(value: Any) -> int | float | None:
+    """An int as it is (exactly), else :func:`number`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return number(value)
+
+
+def _column(found: dict[int, int | float], n: int, text_rows: list[int]) -> Column:
+    rows = np.fromiter(found, dtype=np.int64, count=len(found))
+    present = np.zeros(n, dtype=bool)
+    present[rows] = True
+    values = list(found.values())
+    low, high = STEP_RANGE
+    if all(type(v) is int and low <= v <= high for v in values):
+        column = np.zeros(n, dtype=np.int64)
+        column[rows] = values
+    else:
+        column = np.full(n, np.nan)
+        column[rows] = [_as_float(v) for v in values]
+    return Column(column, present, len(text_rows), text_rows[0] if text_rows else -1)
+
+
+def _as_float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer past 1e308
+        return math.inf if value > 0 else -math.inf
 
 
 def _flat_items(row: dict[str, Any], prefix: str = ""):
@@ -111,17 +190,22 @@ def _flat_items(row: dict[str, Any], prefix: str = ""):
 def jsonl_file_columns(path: Path) -> dict[str, Column]:
     """:func:`jsonl_columns` of a file, parsed in place (memory-mapped) when pyarrow takes it
     whole; a file it refuses is read for the line-by-line parse that names what is wrong."""
+    _text_head(path, "JSON lines")
+    if path.stat().st_size < SMALL_JSONL:
+        return jsonl_columns(path.read_bytes())
     import pyarrow as pa
 
-    _text_head(path, "JSON lines")
+    check_file_depth(path)
     with pa.memory_map(str(path)) as source:
         table = _arrow_json(source)
     if table is not None:
         try:
-            return _numeric_arrow_columns(table)
+            columns = _numeric_arrow_columns(table)
         except UnicodeDecodeError:
             pass  # invalid UTF-8 in text values: the bytes path replaces it
-    return jsonl_columns(path.read_bytes())
+        else:
+            return _with_lines(columns, lambda row: jsonl_line(read_regular(path), row))
+    return jsonl_columns(read_regular(path))
 
 
 def _arrow_json(data):
@@ -166,24 +250,48 @@ def _arrow_leaves(name: str, col):
 
 
 def _arrow_numeric(col) -> Column | None:
-    """A pyarrow column as a numeric Column, or None when it holds no numbers."""
+    """A pyarrow column as a numeric Column, or None when it holds no numbers.
+
+    Integers stay int64 (unsigned ones past 2**63 become floats, so a step out
+    of range is seen); text that is mostly numbers (newer HF writes '2.105')
+    keeps its numbers, and its other cells are counted missing points.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
-        floats = col.cast(pa.float64())
-    elif pa.types.is_string(col.type) and _all_numeric(col):
-        # Newer HF versions write '2.105'; thousands separators appear in console exports.
-        floats = pc.cast(pc.replace_substring(col, ",", ""), pa.float64(), safe=False)
+    bad, first_bad = 0, -1
+    if pa.types.is_integer(col.type):
+        fits = not pa.types.is_uint64(col.type) or (pc.max(col).as_py() or 0) <= STEP_RANGE[1]
+        numbers = col.cast(pa.int64() if fits else pa.float64())
+    elif pa.types.is_floating(col.type):
+        numbers = col.cast(pa.float64())
+    elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        found = _text_numbers(col)
+        if found is None:
+            return None
+        numbers, bad, first_bad = found
     else:
         return None
-    present = floats.is_valid().to_numpy(zero_copy_only=False)
-    return Column(floats.fill_null(math.nan).to_numpy(zero_copy_only=False), present)
+    present = numbers.is_valid().to_numpy(zero_copy_only=False)
+    fill = 0 if pa.types.is_integer(numbers.type) else math.nan
+    return Column(numbers.fill_null(fill).to_numpy(zero_copy_only=False), present, bad, first_bad)
 
 
-def _all_numeric(col) -> bool:
-    values = col.drop_null().to_pylist()[:50]
-    return bool(values) and all(number(v) is not None for v in values)
+def _text_numbers(col):
+    """Numbers of a text column whose non-empty cells are mostly numbers: (floats, bad, first bad)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    valid = pc.count(col).as_py()
+    numeric = pc.fill_null(pc.match_substring_regex(col, _NUMBER, ignore_case=True), False)
+    found = pc.sum(numeric).as_py() or 0
+    if not found or 2 * found < valid:
+        return None
+    cleaned = pc.if_else(numeric, pc.replace_substring(col, ",", ""), pa.scalar(None, col.type))
+    floats = pc.cast(cleaned, pa.float64(), safe=False)
+    bad_rows = np.flatnonzero(col.is_valid().to_numpy(zero_copy_only=False)
+                              & ~numeric.to_numpy(zero_copy_only=False))
+    return floats, len(bad_rows), int(bad_rows[0]) if len(bad_rows) else -1
 
 
 def csv_columns(path: Path) -> dict[str, Column]:
@@ -192,12 +300,14 @@ def csv_columns(path: Path) -> dict[str, Column]:
     import pyarrow.csv as pc
 
     start = _text_head(path, "CSV")
+    delimiter = _delimiter(path, start)
     try:
         # Mapped, not read into a bytes object: pyarrow parses the page cache in place.
         with pa.memory_map(str(path)) as source:
             table = pc.read_csv(
                 source,
-                parse_options=pc.ParseOptions(delimiter=_delimiter(path, start)),
+                read_options=_csv_header(path, start, delimiter),
+                parse_options=pc.ParseOptions(delimiter=delimiter),
                 # Empty and NA-style cells are missing; "nan" and "inf" written by the log are values.
                 convert_options=pc.ConvertOptions(null_values=NULL_CELLS, strings_can_be_null=True),
             )
@@ -207,8 +317,39 @@ def csv_columns(path: Path) -> dict[str, Column]:
     for name, col in zip(table.column_names, table.columns, strict=True):
         column = _arrow_numeric(col)
         if column is not None:
+            column.line_of = _csv_line
             columns[name] = column
     return columns
+
+
+def _csv_line(row: int) -> int:
+    return row + 2  # the header is line 1
+
+
+def _csv_header(path: Path, start: bytes, delimiter: str):
+    """Read options: the header's names decoded here when they are not valid UTF-8 (pyarrow
+    would raise), and a named error for a table too wide to be a log."""
+    import csv
+    import io
+
+    import pyarrow.csv as pc
+
+    line = start.split(b"\n", 1)[0] if b"\n" in start else _first_line(path)
+    if line.count(delimiter.encode()) >= MAX_COLUMNS:
+        raise ReaderError(f"{line.count(delimiter.encode()) + 1:,} columns: more than the "
+                          f"{MAX_COLUMNS:,} a log table may have")
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        text = line.decode("utf-8", errors="replace").rstrip("\r")
+        names = next(csv.reader(io.StringIO(text), delimiter=delimiter))
+        return pc.ReadOptions(column_names=names, skip_rows=1)
+    return pc.ReadOptions()
+
+
+def _first_line(path: Path, limit: int = 64 << 20) -> bytes:
+    with open_regular(path) as f:
+        return f.readline(limit)
 
 
 def _text_head(path: Path, what: str) -> bytes:
@@ -260,13 +401,35 @@ def add_columns(
         if name in skip:
             continue
         keep = steps.present & col.present
+        if col.bad:
+            run.warnings.append(f"{name}: {col.bad} non-numeric cell(s) taken as missing "
+                                f"(first on {_where(col, col.first_bad)})")
         if not keep.any():
             continue
         wall = None
         if wall_time is not None and wall_time.present[keep].all():
             wall = wall_time.values[keep]
-        run.add_series(name, steps.values[keep].astype(np.int64), col.values[keep], wall)
+        run.add_series(name, _steps(steps)[keep], col.values[keep], wall)
     return run
+
+
+def _steps(steps: Column) -> np.ndarray:
+    """The steps as int64; one outside that range is an error naming its line, never wrapped."""
+    values = steps.values
+    if values.dtype.kind != "f":
+        return values.astype(np.int64)
+    low, high = STEP_RANGE
+    outside = np.flatnonzero(steps.present & ((values < low) | (values >= 2.0**63)))
+    if len(outside):
+        row = int(outside[0])
+        shown = f"{values[row]:.0f}" if math.isfinite(values[row]) else str(values[row])
+        raise ReaderError(f"{_where(steps, row)}: step {shown} is outside the 64-bit range "
+                          f"steps are stored in ({low:,} to {high:,})")
+    return values.astype(np.int64)
+
+
+def _where(col: Column, row: int) -> str:
+    return f"line {col.line_of(row)}" if col.line_of else f"row {row + 1}"
 
 
 def add_table(run: RunLog, columns: dict[str, Column], step: str | None = None) -> RunLog:
@@ -292,7 +455,7 @@ def add_table(run: RunLog, columns: dict[str, Column], step: str | None = None) 
         return add_columns(run, metrics, Column(np.arange(n, dtype=np.float64), np.ones(n, bool)),
                            wall_time=wall)
     raw = columns[step_name]
-    stated = Column(raw.values, raw.present & np.isfinite(raw.values))
+    stated = replace(raw, present=raw.present & np.isfinite(raw.values))
     after_last = np.arange(len(raw.values)) > np.flatnonzero(stated.present).max(initial=-1)
     for name, col in list(metrics.items()):
         if col.present.any() and after_last[col.present].all():
@@ -336,4 +499,4 @@ def carried(steps: Column) -> Column:
     index = np.where(steps.present, np.arange(len(steps.values)), -1)
     np.maximum.accumulate(index, out=index)
     index[index < 0] = int(np.argmax(steps.present))
-    return Column(steps.values[index], np.ones(len(index), bool))
+    return replace(steps, values=steps.values[index], present=np.ones(len(index), bool))

@@ -139,7 +139,12 @@ def _merge(run: RunLog, from_csv: Series | None, from_events: Series) -> None:
 
 
 def _add_hparams(run: RunLog, path: Path) -> None:
-    data = load_yaml(path)
+    """The run's hyperparameters; a damaged or hostile file costs them, not the run."""
+    try:
+        data = load_yaml(path)
+    except ReaderError as err:
+        run.warnings.append(f"{path.name} skipped: {err}")
+        return
     run.sources.append(path)
     if not isinstance(data, dict):
         return
@@ -151,7 +156,10 @@ def _nothing_logged(folder: Path) -> str:
     if (folder / CSV).is_file():
         return f"no metrics: {CSV} holds no metric values"
     if (folder / HPARAMS).is_file():
-        empty = not load_yaml(folder / HPARAMS)
+        try:
+            empty = not load_yaml(folder / HPARAMS)
+        except ReaderError:
+            empty = False
         what = f"an empty {HPARAMS}" if empty else HPARAMS
         return f"no metrics: the folder holds only {what} (the run stopped before logging)"
     return f"no metrics: no {CSV} and no TensorBoard events"

@@ -32,7 +32,7 @@ import numpy as np
 from core.hf_config import shape_fields as model_fields
 from core.runlog import RunLog
 from core.train_args import shape_fields as args_fields
-from tracker.readers._common import ReaderError, head
+from tracker.readers._common import ReaderError, head, read_regular
 from tracker.readers._restarts import Points, untangle
 from tracker.readers._scalar_events import Scalars, decode
 from tracker.readers._tfrecord import scan
@@ -117,6 +117,9 @@ def _collect(files: list[Path], name: str, key: str = "") -> RunLog:
     run = RunLog(format="tensorboard", name=name, sources=list(files), key=key)
     scalars = _Scalars()
     for path in files:
+        if path.stat().st_size == 0:  # writers leave these when a job dies at once
+            run.warnings.append(f"{path.name}: empty event file, skipped")
+            continue
         _read_file(path, scalars, run)
     columns, events, warnings = untangle(scalars.points())
     for tag, points in columns.items():
@@ -139,7 +142,7 @@ def _read_file(path: Path, scalars: _Scalars, run: RunLog) -> None:
     from google.protobuf.message import DecodeError
     from tensorboard.compat.proto.event_pb2 import Event
 
-    data = path.read_bytes()
+    data = read_regular(path)
     try:
         records = scan(data)
     except ReaderError as err:

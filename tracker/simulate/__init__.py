@@ -105,6 +105,17 @@ def _supported(setup: Setup) -> None:
     if setup.precision == "fp8":
         raise SimulationError("fp8 training needs its kernels (torchao, Transformer Engine); "
                               "the fp8 figure is analytical only")
+    if lay.cp > 1:
+        raise SimulationError("context parallelism is analytical only: the simulation covers "
+                              "one GPU holding the whole sequence")
+    knobs = [name for name, on in (
+        ("torch.compile", setup.compile), ("activation offload", setup.activation_offload),
+        ("optimizer in backward", setup.optimizer_in_backward),
+        ("a chunked loss", setup.loss == "chunked"), ("per-op recompute", setup.recompute == "op"))
+        if on]
+    if knobs:
+        raise SimulationError(f"{' and '.join(knobs)} {'is' if len(knobs) == 1 else 'are'} "
+                              "analytical only: the simulation runs the model's eager code")
 
 
 def _breakdown(snap: dict[str, float], optimizer_state: float) -> dict[str, float]:

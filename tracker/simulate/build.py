@@ -66,7 +66,7 @@ def build(config: dict[str, Any], setup: Setup, stacks: list[Stack], fake_mode) 
         model = model.to_empty(device="cpu")
         _base(model).tie_weights()  # to_empty gives each use of a shared weight its own copy
     head = None
-    if setup.fused_loss and setup.training:
+    if setup.loss == "fused" and setup.training:
         head = _detach_head(_base(model))
     return Built(model, _layers(model, stacks), _autocast(setup), head, notes)
 

@@ -14,17 +14,6 @@ PARTS = {"model", "optimizer", "scheduler", "rng", "scaler", "trainer_state"}
 
 
 @pytest.fixture
-def trash(tmp_path, monkeypatch) -> Path:
-    """The system trash, redirected into the test's folder."""
-    from send2trash import plat_other
-
-    home = tmp_path / "xdg"
-    monkeypatch.setattr(plat_other, "XDG_DATA_HOME", bytes(home))
-    monkeypatch.setattr(plat_other, "HOMETRASH_B", bytes(home / "Trash"))
-    return home / "Trash" / "files"
-
-
-@pytest.fixture
 def run(hf_run, store) -> tuple[str, Path, str]:
     report = ingest(store, [hf_run])
     assert report.ok

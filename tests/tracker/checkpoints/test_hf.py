@@ -45,6 +45,8 @@ def test_checkpoints_are_found_at_ingest_with_what_they_hold(hf_run, store):
         assert c.metric_steps["eval_loss"] == c.step
         assert (c.monitor, c.monitor_mode) == ("eval_loss", "max")  # greater_is_better=True
         assert c.warnings == []
+        assert any(n.startswith("training_args.bin needs torch.load(weights_only=False), which "
+                                "would build ") and "TrainingArguments" in n for n in c.notes)
 
 
 def test_best_follows_the_trainer_unless_the_user_chooses(hf_run, store):
@@ -55,7 +57,7 @@ def test_best_follows_the_trainer_unless_the_user_chooses(hf_run, store):
     assert answer.best.named_best
     assert Path(answer.best.path).name == Path(state["best_model_checkpoint"]).name
     assert answer.latest.step == 24 and answer.resume.checkpoint.step == 24
-    expected = f'trainer.train(resume_from_checkpoint="{hf_run / "checkpoint-24"}")'
+    expected = f"trainer.train(resume_from_checkpoint={str(hf_run / 'checkpoint-24')!r})"
     assert answer.resume.command == expected
     mine, by_step = _by_step(store, run_id, "eval_loss", "min")
     lowest = min(by_step.values(), key=lambda c: c.metrics["eval_loss"])

@@ -68,7 +68,7 @@ def test_plain_torch_save_dicts(tmp_path, trained):
     older = found["ckpt_100.pth"]
     assert older.step == 100 and older.missing() == ["scheduler", "rng"]
     assert MISSING_WARNINGS["scheduler"] in older.resume_warnings()
-    assert 'model.load_state_dict(ckpt["model_state_dict"])' in command(older)
+    assert "model.load_state_dict(ckpt['model_state_dict'])" in command(older)
     bare = found["weights.bin"]
     assert bare.notes == ["weights only"] and bare.missing() == [
         "optimizer", "scheduler", "rng", "scaler", "trainer_state"]
@@ -97,7 +97,7 @@ def test_deepspeed_global_step_folders(tmp_path, trained):
     assert found["global_step20"].missing() == ["optimizer", "rng"]
     assert "named in the folder's `latest` file" in found["global_step20"].notes
     assert command(found["global_step10"]) == (
-        f'engine.load_checkpoint("{tmp_path}", tag="global_step10")')
+        f"engine.load_checkpoint({str(tmp_path)!r}, tag='global_step10')")
 
 
 def test_torch_distributed_checkpoint_step_folders(tmp_path, trained):

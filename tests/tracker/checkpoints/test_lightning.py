@@ -53,7 +53,7 @@ def test_resume_from_last_warns_about_rng_and_says_ckpt_path(lightning_run):
     assert Path(resume.checkpoint.path).name == "last.ckpt"
     assert resume.warnings == [MISSING_WARNINGS["rng"]]
     last = lightning_run / "checkpoints" / "last.ckpt"
-    assert resume.command == f'trainer.fit(model, ckpt_path="{last}")'
+    assert resume.command == f"trainer.fit(model, ckpt_path={str(last)!r})"
     assert all("loss" in c.metrics and c.metric_steps["loss"] <= c.step for c in found)
 
 
