@@ -325,6 +325,16 @@ class MainWindow(QMainWindow):
         self.wizard.sig_open_run.connect(self.show_run)
         self.wizard.show()
 
+    def open_projects(self) -> None:
+        from desktop.views.project.window import ProjectWindow
+
+        if getattr(self, "project_window", None) is None:
+            self.project_window = ProjectWindow(self.services, self)
+            self.project_window.resize(1280, 800)
+            self.project_window.sig_open_run.connect(self.show_run)
+        self.project_window.show()
+        self.project_window.raise_()
+
     def show_run(self, run_id: int) -> None:
         """Select a run and show its details (the wizard's links to past runs)."""
         self.runs_panel.select_ids([run_id])

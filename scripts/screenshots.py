@@ -68,6 +68,7 @@ def main() -> None:
     shoot_checkpoints_and_findings(app, window, Path(home))
     shoot_sizing(app, window)
     shoot_live(app, window, Path(home))
+    shoot_projects(app, window)
     shoot_team(app, window)
     shoot_compare(app, window, Path(home))
     window.close()
@@ -234,6 +235,31 @@ def _live_job(tag: str, peak_lr: float, seed: int, done_steps: int):
 def _write(path: Path, rows) -> None:
     with path.open("a", encoding="utf-8") as out:
         out.writelines(json.dumps(row) + "\n" for row in rows)
+
+
+PROJECT_SIZE = (1280, 800)
+
+
+def shoot_projects(app, window) -> None:
+    """The Project window at 1280x800 on the two example projects: the CNC-maintenance
+    decomposition (its four variants side by side), then the pretraining pipeline whose
+    deadline moves the 7B variant's continued pretraining onto rented H100s."""
+    if ONLY and not ONLY & {"project", "project-pipeline"}:
+        return
+    window.actions_["projects"].trigger()
+    projects = window.project_window
+    projects.resize(*PROJECT_SIZE)
+    for name, example, variant in (("project", "cnc-maintenance", 0),
+                                   ("project-pipeline", "pretrain-sft-preference", 1)):
+        projects.planned = None
+        projects.import_file(ROOT / "resources" / "projects" / f"{example}.toml")
+        while projects.planned is None:
+            settle(app, 100)
+        projects.variant_choice.setCurrentIndex(variant)
+        projects.stages.selectRow(0)
+        settle(app, 1000)
+        shoot(app, projects, name)
+    projects.close()
 
 
 def shoot_team(app, window) -> None:

@@ -11,6 +11,7 @@ import base64
 import html
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from core import __version__
 from core.memory import GIB, ModelSpec
@@ -200,6 +201,16 @@ def markdown(report: list[tuple], image: str) -> str:
         elif kind == "image":
             lines += [f"![{rest[0]}]({image})", ""]
     return "\n".join(lines)
+
+
+def write_report(path: Path, report: list[tuple], png: bytes) -> None:
+    """HTML with the chart inside, or Markdown with the chart as a PNG beside it."""
+    if path.suffix.lower() in (".html", ".htm"):
+        path.write_text(html_page(report, png), encoding="utf-8")
+        return
+    image = path.with_name(f"{path.stem}-chart.png")
+    image.write_bytes(png)
+    path.write_text(markdown(report, image.name), encoding="utf-8")
 
 
 def _md_row(cells) -> str:

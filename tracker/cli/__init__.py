@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "take-offline": "team",
     "size": "size",
     "fit": "fit",
+    "plan": "plan",
     "watch": "watch",
 }
 
