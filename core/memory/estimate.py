@@ -107,7 +107,7 @@ def estimate(spec: ModelSpec, setup: Setup) -> Estimate:
     check(spec, setup)
     results = [_stage_estimate(spec, setup, name, stage)
                for name, stage in _stages(spec, setup).items()]
-    return max(results, key=lambda e: e.allocated)
+    return max(results, key=lambda e: (e.required, e.allocated))  # the stage that must fit
 
 
 def model_states(spec: ModelSpec, setup: Setup) -> dict[str, float]:
@@ -130,6 +130,7 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     static = _static(spec, setup, trainable * frac, frac)
     dynamic = _dynamic(spec, setup, stage)
     paged = static.pop("paged")
+    cached = dynamic.pop("cached", 0.0)
     overhead = WORKSPACE_GIB * GIB + static.pop("buckets") + _zero_buckets(spec, setup)
     weights, step_weights = static["weights"], static["weights"]
     if act.fp32_stream(setup):
@@ -155,7 +156,9 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     allocated = sum(breakdown.values())
     terms = PeakTerms(backward - dynamic["activations"] - dynamic["logits"], step,
                       dynamic["activations"], dynamic["logits"])
-    reserved = allocated * RESERVED_FACTOR
+    # The caching allocator keeps the loss's freed blocks while the rebuilt layer allocates
+    # its own: reserved memory holds both (answerai's and torchtitan's reserved peaks).
+    reserved = max(allocated, backward + cached) * RESERVED_FACTOR
     device = reserved + (CUDA_CONTEXT_GIB + (NCCL_GIB if lay.n_gpus > 1 else 0.0)) * GIB + paged
     return Estimate(
         breakdown=breakdown, allocated=allocated, reserved=reserved, device=device,
@@ -331,9 +334,10 @@ def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
         activations += act.edge_bytes(spec, setup)
     logits = act.logits_bytes(spec, setup) if stage.head else 0.0
     # Under full recompute the rebuilt layer comes after the loss's gradients are freed: the
-    # peak holds the larger of the two, not both.
-    activations -= min(act.rebuilt_layer_bytes(spec, setup), logits)
-    return {"activations": activations, "logits": logits, "kv_cache": 0.0}
+    # allocated peak holds the larger of the two, not both; the allocator still holds both.
+    cached = min(act.rebuilt_layer_bytes(spec, setup), logits)
+    return {"activations": activations - cached, "logits": logits, "kv_cache": 0.0,
+            "cached": cached}
 
 
 def kv_cache_bytes(spec: ModelSpec, setup: Setup) -> float:
