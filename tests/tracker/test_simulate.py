@@ -53,7 +53,9 @@ def _peak(spec, setup: Setup, fake: bool = True) -> float:
     (LLAMA, Setup(method="lora", seq_len=64, attention="eager", grad_accum=2)),
     ({**GPT2, "attn_pdrop": 0.0}, Setup(precision="bf16", seq_len=64)),
     (LLAMA, Setup(method="qlora", precision="nf4", seq_len=64, recompute="full")),
-], ids=["llama-full", "llama-lora-eager-accum", "gpt2-bf16", "llama-qlora-recompute"])
+    (LLAMA, Setup(method="lora", seq_len=64, loss="chunked")),
+], ids=["llama-full", "llama-lora-eager-accum", "gpt2-bf16", "llama-qlora-recompute",
+        "llama-lora-chunked-loss"])
 def test_fake_tensors_count_what_a_real_cpu_step_allocates(config, setup, tmp_path):
     """The same step really run on CPU tensors allocates what the fake one counts.
 

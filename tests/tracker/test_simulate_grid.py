@@ -43,6 +43,7 @@ ADAM8 = dict(optimizer="adamw-8bit")
 # recompute vary across the rows.
 FAST = [
     ("llama-3.2-1b", {**FULL, "seq_len": 1024}),
+    ("llama-3.2-1b", {**LORA, "micro_batch": 2, "seq_len": 1024, "loss": "chunked"}),
     ("llama-3.2-1b", {**QLORA, "micro_batch": 4, "seq_len": 256, "recompute": "full"}),
     ("llama-2-7b", {**LORA, "micro_batch": 2, "seq_len": 1024, "attention": "eager"}),
     ("mistral-7b-v0.1", {**INFER, "micro_batch": 4, "seq_len": 2048}),

@@ -111,7 +111,7 @@ def _supported(setup: Setup) -> None:
     knobs = [name for name, on in (
         ("torch.compile", setup.compile), ("activation offload", setup.activation_offload),
         ("optimizer in backward", setup.optimizer_in_backward),
-        ("a chunked loss", setup.loss == "chunked"), ("per-op recompute", setup.recompute == "op"))
+        ("per-op recompute", setup.recompute == "op"))
         if on]
     if knobs:
         raise SimulationError(f"{' and '.join(knobs)} {'is' if len(knobs) == 1 else 'are'} "

@@ -66,7 +66,7 @@ def build(config: dict[str, Any], setup: Setup, stacks: list[Stack], fake_mode) 
         model = model.to_empty(device="cpu")
         _base(model).tie_weights()  # to_empty gives each use of a shared weight its own copy
     head = None
-    if setup.loss == "fused" and setup.training:
+    if setup.loss in ("fused", "chunked") and setup.training:
         head = _detach_head(_base(model))
     return Built(model, _layers(model, stacks), _autocast(setup), head, notes)
 
@@ -195,7 +195,7 @@ def _layers(model, stacks: list[Stack]) -> dict[Any, tuple[str, int]]:
 
 
 def _detach_head(model):
-    """Take the output layer out of the model: a fused loss multiplies by its weight itself."""
+    """Take the output layer out of the model: a fused or chunked loss applies it itself."""
     import torch
 
     head = model.get_output_embeddings()

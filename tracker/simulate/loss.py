@@ -1,4 +1,5 @@
-"""A fused linear cross-entropy by its memory: Liger-Kernel's, the one HF's ``use_liger_kernel`` turns on.
+"""Losses that replace the model's own: Liger-Kernel's fused linear cross-entropy (HF's
+``use_liger_kernel``) by its memory, and torchtune's / LitGPT's chunked cross-entropy.
 
 Liger never builds the b x s x vocab logits: in forward it walks the tokens
 in chunks of about ``b·s·hidden / vocab``, computes each chunk's logits,
@@ -17,6 +18,18 @@ import math
 def fused_linear_cross_entropy(hidden, weight, labels):
     """The mean cross-entropy of ``hidden @ weight.T`` against ``labels``, Liger-style."""
     return _function().apply(hidden, weight, labels)
+
+
+def chunked_cross_entropy(hidden, head, labels, chunks: int):
+    """torchtune's and LitGPT's loss: the output layer and an upcast cross-entropy applied to
+    ``chunks`` slices of the sequence, so no fp32 b x s x vocab tensor is ever whole."""
+    import torch.nn.functional as F
+
+    # the layer's weight, not the module: the memory tracker counts a module called once a step
+    logits = [F.linear(part, head.weight, head.bias) for part in hidden.chunk(chunks, dim=1)]
+    total = sum(F.cross_entropy(part.float().flatten(0, 1), target.flatten(), reduction="sum")
+                for part, target in zip(logits, labels.chunk(chunks, dim=1)))
+    return total / labels.numel()
 
 
 def _chunk(tokens: int, vocab: int, hidden: int) -> int:

@@ -126,7 +126,8 @@ def _first_step(params: list, optimizer) -> None:
 
 
 def _train(built, setup: Setup, inputs: dict[str, Any], optimizer, tracker) -> None:
-    from tracker.simulate.loss import fused_linear_cross_entropy
+    from core.memory.activations import LOSS_CHUNKS
+    from tracker.simulate.loss import chunked_cross_entropy, fused_linear_cross_entropy
 
     for micro in range(min(setup.grad_accum, 2)):
         tracker.next_micro_step(micro)
@@ -136,7 +137,9 @@ def _train(built, setup: Setup, inputs: dict[str, Any], optimizer, tracker) -> N
             else:
                 kwargs = {k: v for k, v in inputs.items() if k != "labels"}
                 hidden = built.model(**kwargs).logits
-                loss = fused_linear_cross_entropy(hidden, built.head.weight, inputs["labels"])
+                loss = (fused_linear_cross_entropy(hidden, built.head.weight, inputs["labels"])
+                        if setup.loss == "fused" else
+                        chunked_cross_entropy(hidden, built.head, inputs["labels"], LOSS_CHUNKS))
         loss.backward()
         del loss
     tracker.micro = 0
