@@ -28,7 +28,7 @@ def chunked_cross_entropy(hidden, head, labels, chunks: int):
     # the layer's weight, not the module: the memory tracker counts a module called once a step
     logits = [F.linear(part, head.weight, head.bias) for part in hidden.chunk(chunks, dim=1)]
     total = sum(F.cross_entropy(part.float().flatten(0, 1), target.flatten(), reduction="sum")
-                for part, target in zip(logits, labels.chunk(chunks, dim=1)))
+                for part, target in zip(logits, labels.chunk(chunks, dim=1), strict=True))
     return total / labels.numel()
 
 
