@@ -335,7 +335,7 @@ def _overall(rows: list[Row], table: dict[str, dict[int, float]]) -> None:
 
 def per_row(rows: list[Row], table: dict[str, dict[int, float]]) -> None:
     print(f"\n{'row':>3}  {'source':11} {'model':24} {'method':9} {'counter':9} {'measured':>8} "
-          f"{'analytic':>8} {'calib.':>8} {'error':>7}")
+          f"{'analytic':>8} {'calib.':>8} {'error':>7} {'sim.':>8}")
     for row in rows:
         head = f"{row.index:>3}  {row.source[:11]:11} {row.model[:24]:24} {row.method:9} "
         if not row.scored:
@@ -343,8 +343,10 @@ def per_row(rows: list[Row], table: dict[str, dict[int, float]]) -> None:
             continue
         a = (1 + table["Headroom"][row.index]) * row.peak_gib
         c = (1 + table["calibrated"][row.index]) * row.peak_gib
+        sim = table.get("simulated", {}).get(row.index)
         print(head + f"{row.counter:9} {row.peak_gib:8.2f} {a:8.2f} {c:8.2f} "
-              f"{100 * table['Headroom'][row.index]:+6.0f}%")
+              f"{100 * table['Headroom'][row.index]:+6.0f}% "
+              + ("       -" if sim is None else f"{(1 + sim) * row.peak_gib:8.2f}"))
 
 
 def timings() -> None:
