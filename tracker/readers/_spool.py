@@ -12,8 +12,10 @@ in-memory series, as if it had been read whole.
 from __future__ import annotations
 
 import tempfile
+import threading
+import weakref
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import IO
 
@@ -23,6 +25,10 @@ from core.runlog import Series
 
 # Bytes of points a read keeps in memory before it spills them to its spool file.
 BUDGET = 16 << 20
+# Bytes of whole columns read back that stay for reuse, over all spooled series (the one read
+# last stays whatever its size): a rule that reads a series again finds it, and the rules
+# that read a run's metrics one after another never make it hold every one of them.
+KEEP_BYTES = 64 << 20
 _STEP = np.dtype(np.int64)
 _FLOAT = np.dtype(np.float64)
 
@@ -35,13 +41,13 @@ class _Part:
     arrays: tuple[np.ndarray, ...] | None = None  # steps, values[, wall times] in memory
     offset: int = -1  # else: their byte offset in the file, one column after the other
 
-    def read(self, file: IO[bytes], column: int, start: int, stop: int) -> np.ndarray:
+    def read(self, file: IO[bytes], column: int, start: int, out: np.ndarray) -> None:
+        """Points ``start:start + len(out)`` of one column into ``out``."""
         if self.arrays is not None:
-            return self.arrays[column][start:stop]
-        out = np.empty(stop - start, _STEP if column == 0 else _FLOAT)
+            out[:] = self.arrays[column][start : start + len(out)]
+            return
         file.seek(self.offset + 8 * (column * self.count + start))
         file.readinto(memoryview(out).cast("B"))
-        return out
 
 
 class Spool:
@@ -125,14 +131,15 @@ class Builder:
 
 class SpooledSeries(Series):
     """A series whose points wait in a spool file: :meth:`chunks` reads them a chunk at a
-    time; ``steps``, ``values`` and ``wall_time`` load (and keep) the whole arrays on first use."""
+    time; ``steps``, ``values`` and ``wall_time`` read a whole column at each use, kept by the
+    caller alone (the diagnostics, one rule after another, never hold every column at once)."""
 
     def __init__(self, name: str, original: str, file: IO[bytes] | None, parts: list[_Part],
                  wall_time: bool, scale: float = 1.0) -> None:
         self.name, self.original = name, original or name
         self._file, self._parts, self._wall, self._scale = file, parts, wall_time, scale
         self._ends = np.cumsum([p.count for p in parts]).tolist()
-        self._loaded: dict[int, np.ndarray] = {}
+        weakref.finalize(self, _kept.forget, id(self))
 
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
@@ -171,25 +178,53 @@ class SpooledSeries(Series):
                              self._scale * factor)
 
     def _whole(self, column: int) -> np.ndarray:
-        if column not in self._loaded:
-            self._loaded[column] = self._read(column, 0, len(self))
-        return self._loaded[column]
+        key = (id(self), column)
+        found = _kept.get(key)
+        if found is None:
+            found = self._read(column, 0, len(self))
+            _kept.put(key, found)
+        return found
 
     def _read(self, column: int, start: int, stop: int) -> np.ndarray:
-        """Points ``start:stop`` of one column (0 steps, 1 values, 2 wall times), across parts."""
-        pieces = list(self._pieces(column, start, stop))
-        out = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
-        if column == 1 and self._scale != 1.0:
-            out = out * self._scale
-        return out
-
-    def _pieces(self, column: int, start: int, stop: int) -> Iterator[np.ndarray]:
-        index = bisect_right(self._ends, start)
-        if index == len(self._parts) or start >= stop:
-            yield np.empty(0, _STEP if column == 0 else _FLOAT)
-            return
-        while index < len(self._parts) and start < stop:
+        """Points ``start:stop`` of one column (0 steps, 1 values, 2 wall times), across parts,
+        read straight into the array returned (no piece is held beside it)."""
+        start, stop = min(start, len(self)), min(stop, len(self))
+        out = np.empty(max(stop - start, 0), _STEP if column == 0 else _FLOAT)
+        index, at = bisect_right(self._ends, start), 0
+        while start < stop:
             first = self._ends[index] - self._parts[index].count
             end = min(stop, self._ends[index])
-            yield self._parts[index].read(self._file, column, start - first, end - first)
-            start, index = end, index + 1
+            self._parts[index].read(self._file, column, start - first, out[at : at + end - start])
+            at, start, index = at + end - start, end, index + 1
+        if column == 1 and self._scale != 1.0:
+            out *= self._scale
+        return out
+
+
+class _Kept:
+    """The columns read back last, up to ``KEEP_BYTES``, by (series id, column)."""
+
+    def __init__(self) -> None:
+        self._arrays: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, int]) -> np.ndarray | None:
+        with self._lock:
+            if key in self._arrays:
+                self._arrays.move_to_end(key)
+            return self._arrays.get(key)
+
+    def put(self, key: tuple[int, int], array: np.ndarray) -> None:
+        with self._lock:
+            self._arrays[key] = array
+            held = sum(a.nbytes for a in self._arrays.values())
+            while len(self._arrays) > 1 and held > KEEP_BYTES:
+                held -= self._arrays.popitem(last=False)[1].nbytes
+
+    def forget(self, series: int) -> None:
+        with self._lock:
+            for key in [k for k in self._arrays if k[0] == series]:
+                del self._arrays[key]
+
+
+_kept = _Kept()

@@ -275,3 +275,22 @@ def test_the_store_writes_a_long_series_a_few_chunks_per_statement(tmp_path, sto
     loss = store.series(run.id, "loss")
     assert loss.steps.tolist() == list(range(3100)) and loss.values[3000] == 0.5
     assert store.runs()[0].series["loss"].min == pytest.approx(4.0 / 3100)
+
+
+def test_whole_columns_read_back_are_kept_only_up_to_a_budget(monkeypatch):
+    monkeypatch.setattr(_spool, "KEEP_BYTES", 3 * 8 * 1000)
+    spool = Spool(budget=0)  # every block goes to the file
+    series = []
+    for k in range(4):
+        builder = spool.builder()
+        builder.append(np.arange(1000), np.full(1000, float(k)))
+        series.append(builder.build(f"m{k}"))
+    assert series[0].values is series[0].values  # read again by a rule: found, not re-read
+    for s in series:
+        assert s.values[0] == float(series.index(s)) and s.steps[-1] == 999
+    kept = _spool._kept._arrays
+    assert sum(a.nbytes for a in kept.values()) <= _spool.KEEP_BYTES and len(kept) == 3
+    assert (id(series[3]), 0) in kept and (id(series[0]), 1) not in kept
+    gone = id(series[3])
+    del series[3], s
+    assert not any(key[0] == gone for key in kept)
