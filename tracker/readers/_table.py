@@ -293,12 +293,11 @@ class Table:
         if values.dtype.kind != "f":
             return values.astype(np.int64)
         outside = present & ((values < STEP_RANGE[0]) | (values >= 2.0**63))
-        if outside.any():
+        if outside.any() and self._outside is None:
             row = int(np.flatnonzero(outside)[0])
-            if self._outside is None:
-                self._outside = (first + row, float(values[row]))
-            values = np.where(outside, 0.0, values)
-        return values.astype(np.int64)
+            self._outside = (first + row, float(values[row]))
+        # Rows without a step (NaN) are no points: 0 stands in, as for a step out of range.
+        return np.where(present & ~outside, values, 0.0).astype(np.int64)
 
     def _where(self, row: int) -> str:
         first, line_of = self._lines[bisect_right([f for f, _ in self._lines], row) - 1]

@@ -9,6 +9,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import event
 
 from tests.producers import write_summary_writer
@@ -52,7 +54,8 @@ def snapshot(run) -> dict:
         wall = None if s.wall_time is None else np.nan_to_num(s.wall_time, nan=-1).tolist()
         return s.steps.tolist(), np.nan_to_num(s.values, nan=-1.5).tolist(), wall, s.original
 
-    return {"series": {n: points(s) for n, s in run.series.items()}, "summary": run.summary,
+    return {"series": {n: points(s) for n, s in run.series.items()},
+            "summary": {k: repr(v) for k, v in run.summary.items()},
             "warnings": run.warnings, "events": [(e.kind, e.step, e.data) for e in run.events],
             "checkpoints": run.checkpoints, "status": run.status, "config": run.config}
 
@@ -294,3 +297,33 @@ def test_whole_columns_read_back_are_kept_only_up_to_a_budget(monkeypatch):
     gone = id(series[3])
     del series[3], s
     assert not any(key[0] == gone for key in kept)
+
+
+_CELLS = st.one_of(
+    st.integers(-5, 10**6), st.floats(-1e3, 1e3, allow_nan=False), st.sampled_from(
+        ["2.5", "1,024", "warmup", "", "NaN", None]), st.floats(1.6e9, 1.8e9), st.floats(1.6e12, 1.8e12))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.dictionaries(st.sampled_from(["step", "loss", "lr", "time", "phase"]), _CELLS),
+                     min_size=1, max_size=120),
+       kind=st.sampled_from(["jsonl", "csv"]))
+def test_any_table_read_in_blocks_gives_the_whole_read(tmp_path, monkeypatch, rows, kind):
+    path = tmp_path / f"log.{kind}"
+    if kind == "jsonl":
+        _write(path, rows)
+    else:
+        names = ["step", "loss", "lr", "time", "phase"]
+        path.write_text(",".join(names) + "\n" + "".join(
+            ",".join("" if r.get(n) is None else f'"{r[n]}"' if isinstance(r[n], str) else repr(r[n])
+                     for n in names) + "\n" for r in rows))
+    read = jsonl.read if kind == "jsonl" else csv_table.read
+    results = []
+    for block, budget in ((1 << 26, 1 << 40), (256, 512)):
+        with monkeypatch.context() as m:
+            sized(m, block, budget)
+            try:
+                results.append(snapshot(read(path)))
+            except ReaderError as err:
+                results.append(str(err))
+    assert results[1] == results[0]
