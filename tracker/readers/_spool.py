@@ -2,21 +2,23 @@
 
 A reader that streams a log appends each block's points to a :class:`Builder`
 per metric. The points stay in memory up to a budget shared by all the metrics
-of the read; past it they are spilled to an unnamed temporary file, and the
-series built from them is a :class:`SpooledSeries`: the store writes it a chunk
-at a time, and only what asks for its whole arrays (the diagnostics, for the
-few metrics they read) loads them. A log that fits the budget gives plain
+of the read; past it they are spilled to an unnamed file in Headroom's data
+folder, and the series built from them is a :class:`SpooledSeries`: the store
+writes it a chunk at a time, and only what asks for its whole arrays (the
+diagnostics, for the few metrics they read) loads them. A log that fits the budget gives plain
 in-memory series, as if it had been read whole.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import weakref
 from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 import numpy as np
@@ -69,10 +71,23 @@ class Spool:
         self._held += nbytes
         if self._held > self.budget:
             if self.file is None:
-                self.file = tempfile.TemporaryFile(prefix="headroom-spool-")
+                self.file = tempfile.TemporaryFile(prefix="headroom-spool-", dir=_folder())
             for builder in self._builders:
                 builder._spill(self.file)
             self._held = 0
+
+
+def _folder() -> Path | None:
+    """Headroom's data folder, beside its database: on disk, where the system's temporary
+    folder is often memory (tmpfs), which spilling to would not spare. None: the latter."""
+    from tracker.db.engine import data_dir
+
+    folder = data_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
 
 
 class Builder:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -237,6 +239,8 @@ def test_the_spool_keeps_at_most_its_budget_in_memory():
             builder.append(steps, steps * (k + 1.0), steps + 0.5)
             peak = max(peak, spool._held)
     assert peak <= spool.budget and spool.file is not None
+    if Path("/proc/self/fd").is_dir():  # spilled to the data folder's disk, not a tmpfs /tmp
+        assert os.readlink(f"/proc/self/fd/{spool.file.fileno()}").startswith(os.environ["HEADROOM_HOME"])
     series = builders[1].build("lr")
     assert isinstance(series, SpooledSeries) and len(series) == 30_000
     assert series.at(12_345) == (12_345, 24_690.0)
