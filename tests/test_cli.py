@@ -122,3 +122,16 @@ def test_headroom_db_environment_variable(capsys, tmp_path, monkeypatch):
 def test_bad_arguments_exit_2(capsys, args):
     code, _, _ = run_cli(capsys, *args)
     assert code == 2
+
+
+def test_runs_says_a_silent_run_without_an_end_is_crashed(capsys, tmp_path):
+    """The liveness rule lives in core: `headroom runs` says what the app says."""
+    log = tmp_path / "live.jsonl"
+    log.write_text(json.dumps({"headroom": 1, "run": {"name": "silent"}}) + "\n"
+                   + json.dumps({"step": 1, "loss": 2.0}) + "\n")
+    db = str(tmp_path / "runs.db")
+    assert run_cli(capsys, "ingest", str(log), "--db", db)[0] == 0
+    code, out, _ = run_cli(capsys, "runs", "--db", db, "--json")
+    assert code == 0 and json.loads(out)[0]["status"] == "running"
+    code, out, _ = run_cli(capsys, "runs", "--db", db, "--json", "--stale-after", "0")
+    assert code == 0 and json.loads(out)[0]["status"] == "crashed?"

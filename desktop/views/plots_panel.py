@@ -35,6 +35,7 @@ from desktop.presenters.plot_marks import Focus
 from desktop.services import AppServices, series_version
 from desktop.settings import Settings
 from desktop.views import plot_focus, scene_export
+from desktop.views.group_plot import GroupPlot
 
 if TYPE_CHECKING:
     from desktop.views.metric_plot import MetricPlot
@@ -73,6 +74,7 @@ class PlotsPanel(QWidget):
         self._zoom_pending = False  # zoom to it once its run is drawn
         self._redraw = QTimer(self, singleShot=True, interval=120)
         self._redraw.timeout.connect(self.rebuild)
+        self.groups = GroupPlot(services, settings, self.rebuild, self)  # bands of run groups
         self._make_toolbar()
         self._make_plots()
         self._layout()
@@ -129,6 +131,7 @@ class PlotsPanel(QWidget):
         bar.addWidget(self.smooth_slider)
         bar.addWidget(self.smooth_label)
         bar.addWidget(self.log_check)
+        bar.addWidget(self.groups.bar)
         bar.addStretch(1)
         bar.addWidget(self.export_button)
         layout = QVBoxLayout(self)
@@ -188,7 +191,8 @@ class PlotsPanel(QWidget):
             self.spec = None
             self._show_message(SELECT_RUNS if not runs else NO_METRICS)
             return
-        self.spec = plot_data.build(runs, metrics, self.axis, self.smoothing, self._smoothed)
+        self.spec = self.groups.apply(
+            plot_data.build(runs, metrics, self.axis, self.smoothing, self._smoothed))
         self.draw(self.spec)
 
     def export(self, path: Path) -> None:
@@ -209,6 +213,7 @@ class PlotsPanel(QWidget):
             plot.draw(panel, self.log_check.isChecked(), label_resumes=i == 0)
         self._label_axes(spec)
         self._fill_legend()
+        self.groups.draw(self.panels, self.legend)
         self.notes.setText("Not shown — " + "; ".join(spec.notes) if spec.notes else "")
         self.notes.setVisible(bool(spec.notes))
         self.stack.setCurrentWidget(self.scroll)
@@ -328,7 +333,7 @@ class PlotsPanel(QWidget):
     def _extend(self, run_ids: set[int]) -> bool:
         """Give the drawn curves of ``run_ids`` their new points, when nothing else changed."""
         runs, metrics = self._shown_runs(), self.metrics()
-        if self.spec is None or not runs or not metrics:
+        if self.spec is None or not runs or not metrics or self.groups.active:
             return False
         spec = plot_data.build(runs, metrics, self.axis, self.smoothing, self._smoothed)
         if (not self._same_layout(spec)

@@ -19,8 +19,10 @@ from desktop.presenters import (
     run_columns,
     shape_fields,
 )
-from tracker.db.runs import RunSummary, SeriesInfo
+from tracker.db.runs import RunSummary
+from tracker.fields import peak_gib
 from tracker.ingest import FileResult, IngestReport
+from tracker.model import SeriesInfo
 
 
 def _series(name, steps, values, walls=None):
@@ -157,7 +159,8 @@ def _summary(run_id=1, **kw):
 
 
 def _info(name, last=None, minimum=None, maximum=None, last_step=100):
-    return SeriesInfo(1, name, name, 10, 0, last_step, minimum, maximum, last, None)
+    return SeriesInfo(10, 0, last_step, minimum, maximum, last, None, id=1, name=name,
+                      original_name=name)
 
 
 def test_columns_read_summaries_without_points():
@@ -180,8 +183,8 @@ def test_columns_read_summaries_without_points():
 def test_peak_memory_prefers_allocated():
     both = _summary(series={"mem_peak_gib": _info("mem_peak_gib", maximum=58.0),
                             "mem_reserved_gib": _info("mem_reserved_gib", maximum=66.0)})
-    assert run_columns.peak_memory(both) == 58.0
-    assert run_columns.peak_memory(_summary()) is None
+    assert peak_gib(both) == 58.0
+    assert peak_gib(_summary()) is None
 
 
 def test_model_label():

@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "take-offline": "team",
     "size": "size",
     "fit": "fit",
+    "plan": "plan",
+    "watch": "watch",
 }
 
 

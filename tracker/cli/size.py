@@ -13,6 +13,7 @@ from argparse import BooleanOptionalAction
 from pathlib import Path
 
 from core.memory.frameworks import FRAMEWORKS
+from core.metrics import MARGIN
 from core.shape import LOSSES, RECOMPUTE
 from tracker.cli._output import fail, print_json, print_table
 
@@ -93,7 +94,7 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--fit-to-card", action="store_true",
                    help="with --gpu and --gpus: the best setup those cards run, or the smallest "
                         "change that would fit")
-    p.add_argument("--margin", type=_fraction, default=0.15, help="free fraction to keep")
+    p.add_argument("--margin", type=_fraction, default=MARGIN, help="free fraction to keep")
     p.add_argument("--no-history", action="store_true", help="skip the calibrated prediction")
     p.add_argument("--list-models", action="store_true", help="list model presets and exit")
     p.add_argument("--list-gpus", action="store_true", help="list the GPU catalog and exit")
