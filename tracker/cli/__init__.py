@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "publish": "team",
     "take-offline": "team",
     "size": "size",
+    "fix": "fix",
     "fit": "fit",
 }
 
