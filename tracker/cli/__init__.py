@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "publish": "team",
     "take-offline": "team",
     "size": "size",
+    "check": "check",
     "fix": "fix",
     "fit": "fit",
 }
