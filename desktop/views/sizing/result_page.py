@@ -46,6 +46,7 @@ from desktop.presenters.sizing_report import (
     text,
 )
 from desktop.sizing_services import SizingServices
+from desktop.views.sizing import export_menu
 from desktop.views.sizing.memory_chart import MemoryChart
 from desktop.views.sizing.page import DraftPage, hint_label
 
@@ -81,6 +82,8 @@ class ResultPage(DraftPage):
         self.plan_status = hint_label()
         self.plans_table = _plans_table(plan_headers(draft.tokens))
         self.status = hint_label()
+        export_menu.attach(self.plans_table, lambda: self.plans, lambda: self.draft.spec,
+                           self.status.setText)
         self._replan = QTimer(self, singleShot=True, interval=REPLAN_MS)
         self._layout()
         self._connect()
