@@ -58,7 +58,7 @@ def result_page(app, services, gpus: tuple[str, ...]):
     from desktop.views.sizing.wizard import SizingWizard
 
     wizard = SizingWizard(services, Settings())
-    wizard.resize(1200, 860)
+    wizard.resize(1240, 740)
     wizard.show()
     wait(app, lambda: sizing_for(services).summary is not None)
     combo = wizard.model_page.preset_combo
@@ -138,7 +138,7 @@ def main() -> None:
     services = AppServices(store)
     for gpus in (GPUS[:3], GPUS):
         wizard, page = result_page(app, services, gpus)
-        calibrated = page.bars[0].calibrated is not None
+        calibrated = page.bars[0].check.calibrated is not None
         report(time_moves(app, page, args.moves), calibrated, len(gpus))
         wizard.close()
     services.shutdown()

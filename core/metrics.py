@@ -1,6 +1,6 @@
 """Canonical metric names and the aliases that formats use for them.
 
-Every reader maps what its format calls a metric onto the names of DESIGN.md,
+Every reader maps what its format calls a metric onto the names of docs/design.md,
 scaling units on the way (memory to GiB, time to seconds), and keeps the
 original name so nothing is lost. One table here, so a new alias is one line.
 """
@@ -12,6 +12,14 @@ from dataclasses import dataclass
 
 GIB = 1024.0**3
 MIB = 1024.0**2
+
+# The memory series and the counter each records: torch's max_memory_allocated, its caching
+# allocator's max_memory_reserved, and the device as the driver (nvidia-smi) sees it.
+MEMORY_COUNTERS: dict[str, str] = {"mem_peak_gib": "allocated", "mem_reserved_gib": "reserved",
+                                   "mem_used_gib": "device"}
+# The seed article: keep 15-20 % of the card free; Headroom plans with the lower end.
+MARGIN = 0.15
+MARGINS = (0.15, 0.20)
 
 # Bytes in one unit, for memory figures written with a unit suffix.
 MEMORY_UNITS: dict[str, float] = {
@@ -140,7 +148,7 @@ def resolve(original: str) -> Alias:
     """Canonical name and unit scale for a metric name as a format writes it.
 
     Unknown names pass through (trimmed), except that evaluation metrics are
-    grouped under ``eval/<name>`` as DESIGN.md asks.
+    grouped under ``eval/<name>`` as docs/design.md asks.
     """
     key = _SPACES.sub(" ", original.strip()).lower()
     if key.startswith("devicestatsmonitor.") and "/" in key:

@@ -81,13 +81,20 @@ def preset(name: str) -> ModelSpec:
     raise ModelError(f"unknown model {name!r}; `headroom size --list-models` shows the presets")
 
 
-def parse_count(text: str) -> float:
-    """A parameter count as people write it: 7e9, 7B, 350M, 1.5 t."""
+def quantity(text: str) -> float | None:
+    """A count as people write it: 7e9, 7B, 350M, 1.5 t, 20k (None when it is not one)."""
     match = re.fullmatch(r"\s*([0-9.]+(?:e[0-9]+)?)\s*([kmbgt]?)\s*", text.lower())
     try:
-        value = float(match[1]) * _COUNT_SUFFIX.get(match[2], 1.0)
+        return float(match[1]) * _COUNT_SUFFIX.get(match[2], 1.0)
     except (TypeError, ValueError):  # no match, or "1.2.3"
-        raise ModelError(f"not a parameter count: {text!r} (try 7e9 or 7B)") from None
+        return None
+
+
+def parse_count(text: str) -> float:
+    """A parameter count as people write it: 7e9, 7B, 350M, 1.5 t."""
+    value = quantity(text)
+    if value is None:
+        raise ModelError(f"not a parameter count: {text!r} (try 7e9 or 7B)")
     if value < 1e3:
         raise ModelError(f"{text!r} is too few parameters for a model")
     return value

@@ -31,6 +31,7 @@ from functools import lru_cache
 from core.gpus import GPU
 from core.memory import GIB, ModelSpec, Setup, SetupError, estimate
 from core.memory.frameworks import framework as framework_preset
+from core.metrics import MARGIN
 from core.throughput import (
     ACTIVATION_OFFLOAD_SPEED,
     DEFAULT_MFU,
@@ -45,7 +46,6 @@ __all__ = ["DEFAULT_MFU", "LEVELS", "MARGIN", "Fit", "Plan", "Predict", "analyti
            "check_fit", "fits", "knob_options", "largest", "plan", "plan_for", "plans_on",
            "throughput", "training_flops_per_token"]
 
-MARGIN = 0.15  # the seed article: keep 15-20 % of the card free
 TP_SIZES = (1, 2, 4, 8)
 PP_SIZES = (1, 2, 4, 8, 16)
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

@@ -18,6 +18,7 @@ PRECISIONS = ("fp32", "fp16", "bf16", "mixed-fp16", "mixed-bf16", "fp8", "int8",
 # second matmul and the pointwise ops recomputed.
 RECOMPUTE = ("none", "selective", "op", "full")
 ATTENTION = ("eager", "sdpa", "flash")
+LOSSES = ("standard", "chunked", "fused")
 
 
 @dataclass
@@ -51,12 +52,17 @@ class RunShape:
     seq_len: int | None = None
     recompute: str | None = None
     attention: str | None = None
+    loss: str | None = None  # standard, chunked or fused cross-entropy
+    compile: bool | None = None
+    activation_offload: bool | None = None
+    optimizer_in_backward: bool | None = None
     n_gpus: int | None = None
     n_nodes: int | None = None
     zero_stage: int | None = None
     fsdp: str | None = None
     tp: int | None = None
     pp: int | None = None
+    cp: int | None = None
     sequence_parallel: bool | None = None
     cpu_offload: bool | None = None
     gpu_model: str | None = None

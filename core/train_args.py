@@ -29,8 +29,11 @@ _INT_KEYS: dict[str, tuple[str, ...]] = {
         "seq_length", "seq_len", "max_seq_length", "max_seq_len", "sequence_length",
         "context_length", "block_size", "cutoff_len", "model_max_length", "max_length",
     ),
-    "tp": ("tensor_model_parallel_size", "tensor_parallel_size", "tp_size"),
-    "pp": ("pipeline_model_parallel_size", "pipeline_parallel_size", "pp_size"),
+    "tp": ("tensor_model_parallel_size", "tensor_parallel_size", "tp_size",
+           "tensor_parallel_degree"),
+    "pp": ("pipeline_model_parallel_size", "pipeline_parallel_size", "pp_size",
+           "pipeline_parallel_degree"),
+    "cp": ("context_parallel_size", "context_parallel_degree", "cp_size"),
     "n_gpus": ("world_size", "n_gpus", "num_gpus", "devices"),
     "n_nodes": ("num_nodes", "nnodes", "n_nodes"),
     "zero_stage": ("zero_stage",),
@@ -51,6 +54,10 @@ _METHODS = ("full", "lora", "qlora")
 def shape_fields(args: dict[str, Any]) -> dict[str, Any]:
     """Shape fields stated by a (possibly nested) argument dict."""
     leaves = _leaves(args)
+    for key in ("optimizer", "loss"):  # torchtune names classes: {"_component_": "pkg.Class"}
+        node = args.get(key)
+        if isinstance(node, dict) and isinstance(node.get("_component_"), str):
+            leaves[f"{key}_component"] = node["_component_"]
     if "architectures" in leaves and leaves.get("max_length") == 20:
         # W&B and MLflow log the HF model config beside the arguments; its max_length
         # is the generation default (20), not the training sequence length.
@@ -116,12 +123,16 @@ def _precision(leaves: dict[str, Any]) -> str | None:
 
 
 def _optimizer(leaves: dict[str, Any]) -> str | None:
-    name = leaves.get("optim", leaves.get("optimizer"))
+    name = leaves.get("optim", leaves.get("optimizer", leaves.get("optimizer_component")))
+    if isinstance(name, str) and "." in name:  # torchtune's _component_: bitsandbytes.optim.X
+        name = name.rsplit(".", 1)[-1]
     if not isinstance(name, str) or not name:
         return None
     name = name.strip().lower()
     if "adam" in name and "8bit" in name:
-        return "adamw_8bit"
+        return "paged_adamw_8bit" if "paged" in name else "adamw_8bit"
+    if "adam" in name and "paged" in name:  # bitsandbytes' 32-bit paged AdamW
+        return "paged_adamw"
     if name.startswith("adam"):
         return "adamw"  # Megatron's and HF's "adam" variants decouple weight decay
     return name
@@ -131,7 +142,12 @@ def _recompute(leaves: dict[str, Any]) -> str | None:
     if "recompute_granularity" in leaves:  # Megatron: None, "selective" or "full"
         value = leaves["recompute_granularity"]
         return str(value) if value in ("selective", "full") else "none"
-    mode = leaves.get("activation_checkpointing", leaves.get("gradient_checkpointing"))
+    if leaves.get("selective_ac_option") == "op" and leaves.get("mode") == "selective":
+        return "op"  # torchtitan's per-op policy
+    if leaves.get("disable_gradient_checkpointing") is True:  # LLaMA-Factory: on by default
+        return "none"
+    mode = leaves.get("activation_checkpointing", leaves.get("gradient_checkpointing",
+                      leaves.get("enable_activation_checkpointing")))
     if isinstance(mode, bool):
         return "full" if mode else "none"
     if isinstance(mode, str) and mode in ("none", "selective", "full"):
@@ -184,7 +200,32 @@ def _text(*keys: str) -> Callable[[dict[str, Any]], str | None]:
     return read
 
 
+def _loss(leaves: dict[str, Any]) -> str | None:
+    """Fused (Liger, Cut Cross-Entropy) or chunked (torchtune's chunked losses) cross-entropy."""
+    if any(leaves.get(k) is True for k in ("use_liger_kernel", "enable_liger_kernel",
+                                           "liger_fused_linear_cross_entropy",
+                                           "cut_cross_entropy")):
+        return "fused"
+    component = leaves.get("loss_component")
+    if isinstance(component, str) and ("Chunked" in component or "LinearCrossEntropy" in component):
+        return "chunked"
+    return None
+
+
+def _compile(leaves: dict[str, Any]) -> bool | None:
+    for key in ("torch_compile", "compile"):  # HF, torchtune (torchtitan: compile.enable)
+        if isinstance(leaves.get(key), bool):
+            return leaves[key]
+    return None
+
+
 _READERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "loss": _loss,
+    "compile": _compile,
+    "activation_offload": lambda leaves: _first(
+        leaves, ("enable_activation_offloading", "activation_offloading"),
+        lambda v: v if isinstance(v, bool) else None),
+    "optimizer_in_backward": _bool("optimizer_in_bwd"),
     "precision": _precision,
     "optimizer": _optimizer,
     "recompute": _recompute,

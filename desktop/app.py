@@ -1,8 +1,10 @@
-"""Application start-up: QApplication, plotting defaults, services, the main window.
+"""Application start-up: QApplication, services, the main window, one window per database.
 
-``--smoke`` opens the window on a temporary database and settings file, waits
-for its first paint, prints how long that took and exits: CI's proof that the
-app starts where Qt is installed.
+``--smoke`` opens the window on a temporary settings file and database (or the
+one ``--db`` names), waits for its first paint, prints how long that took and
+exits: CI's proof that the app starts where Qt is installed, and bench/gui.py's
+launch timing. A launch that finds the app already open on
+its database hands its paths to that window and exits (desktop/single_instance.py).
 """
 
 from __future__ import annotations
@@ -13,24 +15,24 @@ import tempfile
 import time
 from pathlib import Path
 
+from desktop.single_instance import InstanceServer, hand_over, server_name
+
 SMOKE_TIMEOUT_MS = 20_000
 
 
-def configure_plots() -> None:
-    """pyqtgraph's global options, set once before any plot exists."""
-    import pyqtgraph as pg
-
-    pg.setConfigOptions(antialias=True, background="w", foreground="#323f4b")
-
-
 def make_app():
-    """The QApplication (created once), named so settings and dialogs say Headroom."""
+    """The QApplication (created once), named so settings, dialogs and the taskbar say Headroom."""
     from PySide6.QtWidgets import QApplication
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    from desktop.desktop_entry import APP_ID
+    from desktop.widgets.icons import app_icon
+
+    # argv[0] names the X11 window class's instance; the entry's StartupWMClass is the class.
+    app = QApplication.instance() or QApplication([APP_ID])
     app.setApplicationName("Headroom")
     app.setOrganizationName("Headroom")
-    configure_plots()
+    app.setDesktopFileName(APP_ID)  # Wayland and X11 docks match the window to headroom.desktop
+    app.setWindowIcon(app_icon())
     return app
 
 
@@ -38,6 +40,10 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
     """Open the main window (ingesting ``paths``) and run until it is closed."""
     started = time.perf_counter()
     app = make_app()
+    instance = None if smoke else _instance_name(db)
+    if instance is not None and hand_over(instance, paths or []):
+        print("headroom: handed over to the open Headroom window", file=sys.stderr)
+        return 0
     from desktop.main_window import MainWindow
     from desktop.services import AppServices
     from desktop.settings import Settings
@@ -45,7 +51,7 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            store = Store(str(Path(tmp) / "smoke.db") if smoke else db)
+            store = Store(str(Path(tmp) / "smoke.db") if smoke and not db else db)
         except Exception as err:  # a newer schema, a bad URL, an unreachable server
             return _cannot_open(db, err)
         settings = Settings(Path(tmp) / "settings.ini" if smoke else None)
@@ -55,9 +61,17 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
             window.services.ingest(paths)
         if smoke:
             return _smoke(app, window, started)
+        server = InstanceServer(instance, window)
+        server.sig_paths.connect(window.open_paths)
         # Smoothing uses pandas: importing it now, off the GUI thread, spares the first plot.
         window.services.workers.start(lambda _worker: importlib.import_module("pandas"))
         return app.exec()
+
+
+def _instance_name(db: str | None) -> str:
+    from tracker.db.engine import default_url, normalize_url
+
+    return server_name(normalize_url(db) if db else default_url())
 
 
 def _smoke(app, window, started: float) -> int:

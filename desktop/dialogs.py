@@ -7,8 +7,9 @@ line, and tests can replace a function rather than drive a dialog.
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 
-from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
 
 from core import __version__
 
@@ -44,6 +45,28 @@ def confirm_delete(parent: QWidget, names: list[str]) -> bool:
         QMessageBox.StandardButton.Cancel,
     )
     return answer == QMessageBox.StandardButton.Yes
+
+
+def confirm_delete_project(parent: QWidget, name: str) -> bool:
+    answer = QMessageBox.question(
+        parent, "Delete project",
+        f"Delete the project {name!r} and its links to runs from the Headroom database?\n\n"
+        "The runs themselves and any TOML file you imported stay.",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Cancel,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def ask_report_path(parent: QWidget, title: str, stem: str) -> Path | None:
+    """Where to write a report: Markdown (a PNG chart beside it) or one HTML file."""
+    name, chosen = QFileDialog.getSaveFileName(
+        parent, title, str(Path.home() / f"{stem}.md"),
+        "Markdown with a PNG chart (*.md);;HTML, one file (*.html)")
+    if not name:
+        return None
+    path = Path(name)
+    return path if path.suffix else path.with_suffix(".html" if "HTML" in chosen else ".md")
 
 
 def about(parent: QWidget, database: str) -> None:

@@ -9,7 +9,8 @@ def add_parser(sub, parents) -> None:
     p = sub.add_parser("gui", parents=parents, help="open the desktop app (the default)")
     p.add_argument("paths", nargs="*", metavar="PATH", help="logs or run folders to ingest at start")
     p.add_argument("--smoke", action="store_true",
-                   help="open on a temporary database, print the time to first paint, exit")
+                   help="open (on a temporary database unless --db is given), print the time "
+                        "to first paint, exit")
     p.set_defaults(handler=run)
 
 

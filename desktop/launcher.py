@@ -14,7 +14,7 @@ import sys
 from tracker.cli import COMMANDS
 from tracker.cli import main as cli_main
 
-APP_COMMANDS = {"gui": "desktop.gui_command"}
+APP_COMMANDS = {"gui": "desktop.gui_command", "install-desktop-entry": "desktop.desktop_entry"}
 _CLI_ONLY = ("-h", "--help", "--version")
 
 

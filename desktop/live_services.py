@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 
-from desktop.presenters import live_status
+from core.status import RunStatus
 from desktop.services import AppServices
 from desktop.settings import Settings
 from tracker.db.runs import RunSummary
@@ -214,7 +214,7 @@ def _growing(runs: list[RunSummary]) -> list[str]:
     """Sources of runs that may still grow: no end recorded, new points recently."""
     since = datetime.now(UTC) - RECENT
     return sorted({r.source_path for r in runs
-                   if r.status in (live_status.RUNNING, live_status.STALE, live_status.UNKNOWN)
+                   if r.status in (RunStatus.RUNNING, RunStatus.STALE, RunStatus.UNKNOWN)
                    and r.last_data_at is not None and r.last_data_at >= since})
 
 

@@ -25,10 +25,13 @@ from PySide6.QtWidgets import (
 
 from desktop import dialogs
 from desktop.actions import ACTIONS, MENUS
+from desktop.alert_services import alerts_for
+from desktop.compare_services import compare_for
 from desktop.panels import PANELS
 from desktop.presenters.team_connection import database_label
 from desktop.services import AppServices
 from desktop.settings import Settings
+from desktop.views.alert_views import AlertIndicator
 from desktop.views.runs_panel import RunsPanel
 from desktop.views.team_commands import TeamCommands
 from desktop.widgets.drop import local_paths
@@ -52,7 +55,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Headroom")
         self.setObjectName("mainWindow")
         self.setAcceptDrops(True)
-        self.runs_panel = RunsPanel(services)
+        self.runs_panel = RunsPanel(services, settings)
         self.left = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
         self.left.addWidget(self.runs_panel)
         self.left.setStretchFactor(0, 3)
@@ -143,6 +146,9 @@ class MainWindow(QMainWindow):
         self.db_label = QLabel(database_label(self.services.store.display_url))
         self.db_label.setStyleSheet("color: #616e7c;")
         self.statusBar().addPermanentWidget(self.db_label)
+        self.statusBar().addPermanentWidget(AlertIndicator(  # watched runs' news; hidden till then
+            alerts_for(self.services, self.settings), compare_for(self.services, self.settings),
+            self.settings))
         self.statusBar().addPermanentWidget(self.count_label)
 
     def _connect(self) -> None:
@@ -156,6 +162,9 @@ class MainWindow(QMainWindow):
         self.empty.sig_open_files_requested.connect(self.open_files)
         self.empty.sig_open_folder_requested.connect(self.open_folder)
         self.empty.sig_samples_requested.connect(self.load_samples)
+        compare = compare_for(s, self.settings)  # the summary views select and filter runs
+        compare.sig_select_requested.connect(self.runs_panel.select_ids)
+        compare.sig_filter_requested.connect(self._filter_runs)
 
     # ---- Window state
 
@@ -219,6 +228,10 @@ class MainWindow(QMainWindow):
         for action_id in NEED_RUNS:
             self.actions_[action_id].setEnabled(self.central.currentWidget() is self.splitter)
 
+    def _filter_runs(self, query: str) -> None:
+        self.runs_panel.filter_edit.setText(query)
+        self.runs_panel.filter_edit.home(False)  # a long query reads from its start
+
     def _on_ingest_started(self, _paths: list[str]) -> None:
         self.panels["ingest"].show()
 
@@ -237,6 +250,15 @@ class MainWindow(QMainWindow):
         if folder:
             self.settings.last_folder = folder
             self.services.ingest([folder])
+
+    def open_paths(self, paths: list[str]) -> None:
+        """Come to the front and ingest ``paths`` (what another launch handed over)."""
+        if self.isMinimized():
+            self.showNormal()
+        self.raise_()
+        self.activateWindow()
+        if paths:
+            self.services.ingest(paths)
 
     def load_samples(self) -> None:
         self.services.ingest(self.services.sample_paths())
@@ -302,6 +324,16 @@ class MainWindow(QMainWindow):
         self.wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.wizard.sig_open_run.connect(self.show_run)
         self.wizard.show()
+
+    def open_projects(self) -> None:
+        from desktop.views.project.window import ProjectWindow
+
+        if getattr(self, "project_window", None) is None:
+            self.project_window = ProjectWindow(self.services, self)
+            self.project_window.resize(1280, 800)
+            self.project_window.sig_open_run.connect(self.show_run)
+        self.project_window.show()
+        self.project_window.raise_()
 
     def show_run(self, run_id: int) -> None:
         """Select a run and show its details (the wizard's links to past runs)."""

@@ -19,8 +19,10 @@ from desktop.views.checkpoints_panel import CheckpointsPanel
 from desktop.views.compare_view import CompareView
 from desktop.views.details_panel import DetailsPanel
 from desktop.views.findings_panel import FindingsPanel
+from desktop.views.groups_panel import GroupsPanel
 from desktop.views.ingest_panel import IngestPanel
 from desktop.views.plots_panel import PlotsPanel
+from desktop.views.scatter_panel import ScatterPanel
 from desktop.views.watch_panel import WatchPanel
 
 
@@ -38,11 +40,13 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("plots", "Plots", PlotsPanel, "tab"),
     PanelSpec("details", "Details", lambda services, _settings: DetailsPanel(services), "tab"),
     PanelSpec("compare", "Compare", lambda services, _settings: CompareView(services), "tab"),
+    PanelSpec("scatter", "Scatter", ScatterPanel, "tab"),
     PanelSpec("checkpoints", "Checkpoints",
               lambda services, _settings: CheckpointsPanel(services), "tab"),
     PanelSpec("calibration", "Calibration",
               lambda services, _settings: CalibrationPanel(services), "tab"),
     PanelSpec("findings", "Findings", lambda services, _settings: FindingsPanel(services), "left"),
+    PanelSpec("groups", "Run Groups", GroupsPanel, "left"),
     PanelSpec("ingest", "Ingest Report", lambda services, _settings: IngestPanel(services), "left"),
     PanelSpec("watch", "Watched Folders",
               lambda services, settings: WatchPanel(LiveServices(services, settings), settings),

@@ -15,23 +15,23 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QMetaMethod, QObject, QThread, QTimer, Signal
 
 from core.diagnostics import Finding
+from core.resources import resources_dir
 from core.retention import RetentionPlan
 from core.runlog import RunEvent
-from desktop.presenters import live_status
+from core.status import STALE_AFTER_S
 from desktop.presenters.plot_data import RunData
 from desktop.presenters.plot_marks import Focus, checkpoint_marks, origin
 from desktop.workers import Worker, WorkerPool
+from tracker import liveness
 from tracker.db.runs import RunSummary, SourceStat
 from tracker.store import Store
 
 if TYPE_CHECKING:
     from tracker.checkpoints.manager import Deletion, Report
 
-SAMPLES = Path(__file__).resolve().parents[1] / "resources" / "samples"
+SAMPLES = resources_dir() / "samples"
 # While an ingest runs, the runs table refreshes at most this often.
 REFRESH_MS = 400
-# A running run whose logs bring nothing new for this long is shown as "crashed?".
-STALE_AFTER_S = 600.0
 
 
 class AppServices(QObject):
@@ -93,7 +93,7 @@ class AppServices(QObject):
 
         def read(_worker) -> tuple[Any, float | None]:
             runs = self.store.runs()
-            soonest = live_status.apply(runs, datetime.now(UTC), stale_after_s)
+            soonest = liveness.apply(runs, datetime.now(UTC), stale_after_s)
             return (runs if prepare is None else prepare(runs)), soonest
 
         def done(result: tuple[Any, float | None]) -> None:
@@ -371,7 +371,7 @@ class AppServices(QObject):
 
     def _with_live(self, runs: list[RunSummary]) -> list[RunSummary]:
         """Runs with the status to show now."""
-        self._watch_stale(live_status.apply(runs, datetime.now(UTC), self.stale_after_s))
+        self._watch_stale(liveness.apply(runs, datetime.now(UTC), self.stale_after_s))
         return runs
 
     def _watch_stale(self, soonest: float | None) -> None:

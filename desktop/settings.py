@@ -7,7 +7,9 @@ a user can read or delete the file.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
 
@@ -74,6 +76,39 @@ class Settings:
     @log_y.setter
     def log_y(self, on: bool) -> None:
         self._q.setValue("plots/log_y", bool(on))
+
+    # ---- Comparing runs
+
+    @property
+    def grouping(self) -> dict[str, object]:
+        """How the plots group runs: ``by`` (a field or ``name~pattern``), stat, band, members."""
+        return {"by": str(self._q.value("groups/by", "")),
+                "stat": str(self._q.value("groups/stat", "mean")),
+                "band": str(self._q.value("groups/band", "std")),
+                "members": self._q.value("groups/members", False, bool)}
+
+    @grouping.setter
+    def grouping(self, values: dict[str, object]) -> None:
+        for key, value in values.items():
+            self._q.setValue(f"groups/{key}", value)
+
+    @property
+    def saved_filters(self) -> dict[str, str]:
+        """Queries the user saved in the runs panel, by the name they gave them."""
+        try:
+            saved = json.loads(str(self._q.value("filters/saved", "{}")))
+        except ValueError:
+            return {}
+        return {str(k): str(v) for k, v in saved.items()} if isinstance(saved, dict) else {}
+
+    def save_filter(self, name: str, query: str | None) -> None:
+        """Remember ``query`` as ``name`` (None forgets it); names may hold any character."""
+        saved = self.saved_filters
+        if query is None:
+            saved.pop(name, None)
+        else:
+            saved[name] = query
+        self._q.setValue("filters/saved", json.dumps(saved))
 
     # ---- Files
 
@@ -151,13 +186,17 @@ class Settings:
         self._q.setValue("sizing/gpus", list(names))
 
     @property
-    def sizing_tokens(self) -> float:
-        """The token budget the wizard's plans were last timed for."""
-        return float(self._q.value("sizing/tokens", 10e9))
+    def sizing_choices(self) -> dict[str, Any]:
+        """The wizard's last model and training choices (names of ``Draft`` fields; {}: none)."""
+        try:
+            value = json.loads(str(self._q.value("sizing/choices", "{}")))
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
 
-    @sizing_tokens.setter
-    def sizing_tokens(self, tokens: float) -> None:
-        self._q.setValue("sizing/tokens", float(tokens))
+    @sizing_choices.setter
+    def sizing_choices(self, values: dict[str, Any]) -> None:
+        self._q.setValue("sizing/choices", json.dumps(values))
 
 
 def _strings(value: object) -> list[str]:

@@ -24,7 +24,7 @@ from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
 from core.models import ModelError
 from core.planner import Plan
 from core.shape import RunShape
-from core.sizing import Sizer
+from core.sizing import CardAnswer, Sizer
 from desktop.presenters.calibration_view import Summary, summarise
 from desktop.workers import Worker
 
@@ -127,9 +127,17 @@ class SizingServices(QObject):
 
         return self._services.workers.start(lambda _w: from_config_file(path), on_done, on_error)
 
-    def plan(self, sizer: Sizer, setup: Setup, gpus: list[GPU], max_gpus: int,
+    def plan(self, sizer: Sizer, setup: Setup, gpus: list[GPU], max_gpus: int | None,
              on_done: Callable[[list[Plan]], None], on_error: Callable[[str], None]) -> Worker:
+        """Plans in the pool; ``max_gpus`` None: as many GPUs as the job needs."""
         return self._services.workers.start(lambda _w: sizer.plans(setup, gpus, max_gpus),
+                                            on_done, on_error)
+
+    def fit_to_card(self, sizer: Sizer, setup: Setup, gpu: GPU, n_gpus: int,
+                    on_done: Callable[[CardAnswer], None],
+                    on_error: Callable[[str], None]) -> Worker:
+        """What the user's cards can run, or the smallest change that fits, in the pool."""
+        return self._services.workers.start(lambda _w: sizer.fit_to_card(setup, gpu, n_gpus),
                                             on_done, on_error)
 
 

@@ -8,7 +8,7 @@ Two kinds, both made here and never copied from anyone's logs:
 * synthetic runs: Headroom JSONL logs of large jobs (Llama-3-8B full fine-tune
   with FSDP on 8 H100s; QLoRA on one RTX 4090) drawn from simple models of a
   loss curve, with memory, throughput, a resume and fp16 overflows at figures
-  consistent with DESIGN.md's memory model. Their names start with
+  consistent with docs/design.md's memory model. Their names start with
   ``synthetic-`` and resources/samples/README.md says so.
 
 Run from the repository root: ``.venv/bin/python scripts/make_samples.py``.

@@ -7,6 +7,8 @@ views into ``docs/screenshots/``. Run it on a display, or headless under Xvfb
 
     xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py [NAME...]
 
+PNGs are written with the strongest compression Qt offers, without alpha.
+
 Names (``plots``, ``sizing-result``...) shoot only those; none shoots them all.
 """
 
@@ -66,7 +68,9 @@ def main() -> None:
     shoot_checkpoints_and_findings(app, window, Path(home))
     shoot_sizing(app, window)
     shoot_live(app, window, Path(home))
+    shoot_projects(app, window)
     shoot_team(app, window)
+    shoot_compare(app, window, Path(home))
     window.close()
 
 
@@ -123,8 +127,10 @@ def shoot_checkpoints_and_findings(app, window, home: Path) -> None:
 
 
 def shoot_sizing(app, window) -> None:
-    """The sizing wizard started from the FSDP sample run, page by page, then the Calibration
-    tab (with the corpus runs that record memory, when the corpus is beside the checkout)."""
+    """The sizing wizard started from the FSDP sample run, page by page, then "What can my card
+    run?" for a QLoRA of Llama-3.1-8B on one RTX 4090, then the Calibration tab (with the corpus
+    runs that record memory, when the corpus is beside the checkout). The wizard keeps its own
+    size, made for a 1280x800 screen."""
     if CORPUS.is_dir():
         ingest_samples(app, window, [CORPUS / folder for folder in MEMORY_LOGS])
     select(app, window, [FSDP])
@@ -139,10 +145,37 @@ def shoot_sizing(app, window) -> None:
         settle(app, 100)
     shoot(app, wizard, "sizing-result")
     wizard.close()
+    shoot_card(app, window)
     window.tabs.setCurrentWidget(window.panels["calibration"])
     window.splitter.setSizes([400, SIZE[0] - 400])  # the tab wide, as a user would drag it
     settle(app, 3000)
     shoot(app, window, "calibration")
+
+
+def shoot_card(app, window) -> None:
+    """Card mode: the cards named on the first page, the best setup they run on the last."""
+    window.actions_["size_run"].trigger()
+    wizard = window.wizard
+    page = wizard.model_page
+    page.modes["card"].setChecked(True)
+    page.card_combo.setCurrentIndex(page.card_combo.findData("RTX 4090"))
+    page.card_count.setValue(1)
+    page.radios["preset"].setChecked(True)
+    page.preset_combo.setCurrentIndex(page.preset_combo.findData("llama-3.1-8b"))
+    page.preset_combo.activated.emit(page.preset_combo.currentIndex())
+    shoot(app, wizard, "sizing-card-question")
+    wizard.next()
+    training = wizard.training_page
+    for name, value in (("method", "qlora"), ("recompute", "none"), ("attention", "sdpa")):
+        training.combos[name].setCurrentIndex(training.combos[name].findData(value))
+    for name, value in (("micro_batch", 4), ("grad_accum", 1), ("seq_len", 4096)):
+        training.spins[name].setValue(value)
+    wizard.next()
+    while wizard.result_page.planning:
+        settle(app, 100)
+    shoot(app, wizard, "sizing-card")
+    page.modes["size"].setChecked(True)  # the next opening asks the usual question
+    wizard.close()
 
 
 def shoot_live(app, window, home: Path) -> None:
@@ -204,6 +237,31 @@ def _write(path: Path, rows) -> None:
         out.writelines(json.dumps(row) + "\n" for row in rows)
 
 
+PROJECT_SIZE = (1280, 800)
+
+
+def shoot_projects(app, window) -> None:
+    """The Project window at 1280x800 on the two example projects: the CNC-maintenance
+    decomposition (its four variants side by side), then the pretraining pipeline whose
+    deadline moves the 7B variant's continued pretraining onto rented H100s."""
+    if ONLY and not ONLY & {"project", "project-pipeline"}:
+        return
+    window.actions_["projects"].trigger()
+    projects = window.project_window
+    projects.resize(*PROJECT_SIZE)
+    for name, example, variant in (("project", "cnc-maintenance", 0),
+                                   ("project-pipeline", "pretrain-sft-preference", 1)):
+        projects.planned = None
+        projects.import_file(ROOT / "resources" / "projects" / f"{example}.toml")
+        while projects.planned is None:
+            settle(app, 100)
+        projects.variant_choice.setCurrentIndex(variant)
+        projects.stages.selectRow(0)
+        settle(app, 1000)
+        shoot(app, projects, name)
+    projects.close()
+
+
 def shoot_team(app, window) -> None:
     """Connect to Team Tracker… on a private PostgreSQL server (tests/pg.py) holding four
     published sample runs: the dialog after Test Connection, then the app on that database."""
@@ -253,6 +311,60 @@ def shoot_team(app, window) -> None:
         cluster.stop()
 
 
+COMPARE_SHOTS = {"groups", "compare-groups", "scatter", "parallel"}
+COMPARE_SIZE = (1280, 800)
+
+
+def shoot_compare(app, window, home: Path) -> None:
+    """Three seeds x two learning rates of a tiny GPT-2 really trained here, grouped by a pattern
+    over their names (mean and std band, members faint, the groups table, the Compare tab); the
+    Scatter tab on the corpus runs that record memory, the model's curves for the FSDP sample;
+    parallel coordinates with a brush on the memory peak, the runs table filtered by it."""
+    if ONLY and not ONLY & COMPARE_SHOTS:
+        return
+    from desktop.compare_services import compare_for
+    from desktop.presenters.groups import Grouping
+    from tests.producers import train_hf
+    from tracker.record import HFCallback
+
+    runs = [train_hf(home / "seeds" / f"gpt2-lr{lr}-seed{seed}", steps=60, eval_steps=10,
+                     save_steps=1000, lr=float(lr), seed=seed, callbacks=[HFCallback()])
+            for lr in ("5e-3", "1e-3") for seed in (1, 2, 3)]
+    ingest_samples(app, window, [run / "headroom.jsonl" for run in runs])
+    window.resize(*COMPARE_SIZE)
+    window.splitter.setSizes([470, COMPARE_SIZE[0] - 470])
+    for name in ("ingest", "findings", "watch"):
+        window.panels[name].hide()
+    compare = compare_for(window.services)
+    compare.set_grouping(Grouping(by=r"name~-seed\d+", members=True))
+    select(app, window, [run.name for run in runs])
+    window.tabs.setCurrentWidget(window.panels["plots"])
+    window.panels["plots"].set_metrics(["loss", "grad_norm"])
+    settle(app, 2000)
+    shoot(app, window, "groups")
+    window.tabs.setCurrentWidget(window.panels["compare"])
+    settle(app, 1500)
+    shoot(app, window, "compare-groups")
+    compare.set_grouping(Grouping())
+    if CORPUS.is_dir():
+        ingest_samples(app, window, [CORPUS / folder for folder in MEMORY_LOGS])
+        window.panels["ingest"].hide()
+    scatter = window.panels["scatter"]
+    window.tabs.setCurrentWidget(scatter)
+    scatter.colour_combo.setEditText("framework")
+    select(app, window, [FSDP])
+    settle(app, 4000)  # the calibration is fitted in the background
+    shoot(app, window, "scatter")
+    scatter.parallel_button.click()
+    settle(app, 1500)
+    view = scatter.parallel_view
+    peak = [a.field for a in view.lines.axes].index("peak_gib")
+    view.set_brush(peak, 0.45, 1.0)
+    settle(app, 1500)
+    shoot(app, window, "parallel")
+    window.resize(*SIZE)
+
+
 def select(app, window, names: list[str]) -> None:
     ids = {r.name: r.id for r in window.services.store.runs()}
     window.runs_panel.select_ids([ids[n] for n in names])
@@ -273,9 +385,32 @@ def shoot(app, window, name: str) -> None:
         return
     settle(app, 300)
     path = OUT / f"{name}.png"
-    if not window.grab().save(str(path)):
+    if not small(window.grab().toImage()).save(str(path), "PNG", 0):  # 0: most compressed
         raise SystemExit(f"could not write {path}")
     print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
+
+
+def small(image):
+    """The image in 256 colours: each of the 256 most used 15-bit shades by its commonest colour.
+
+    A screenshot has a few flat colours and the shades anti-aliasing makes; grouping the
+    shades keeps every legend swatch exact and the file about a third of its RGB size.
+    """
+    import numpy as np
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage
+
+    rgb = image.convertToFormat(QImage.Format.Format_RGB32)
+    pixels = np.array(rgb.constBits(), copy=True).view(np.uint32).reshape(
+        rgb.height(), rgb.bytesPerLine() // 4)[:, :rgb.width()].ravel()
+    colours, counts = np.unique(pixels, return_counts=True)
+    shade = (colours >> 9 & 0x7C00) | (colours >> 6 & 0x3E0) | (colours >> 3 & 0x1F)
+    by_shade = np.lexsort((-counts, shade))  # each shade's commonest colour first
+    commonest = by_shade[np.unique(shade[by_shade], return_index=True)[1]]
+    used = np.bincount(shade, weights=counts)[shade[commonest]]
+    table = [int(c) for c in colours[commonest[np.argsort(-used)[:256]]]]
+    return rgb.convertToFormat(QImage.Format.Format_Indexed8, table,
+                               Qt.ImageConversionFlag.AvoidDither)
 
 
 if __name__ == "__main__":

@@ -243,3 +243,43 @@ def write_tensor_scalars(log_dir: Path, steps: int = 20, tag: str = "loss") -> l
         written.append((step, value))
     writer.close()
     return written
+
+
+class RecordedLoop:
+    """A real training loop (linear regression, plain SGD) written by ``Recorder`` a step at a
+    time: :meth:`train` more steps whenever the test wants the log to grow, then :meth:`finish`
+    (the summary record) or :meth:`crash` (an exception recorded as the last line). A large
+    ``lr`` makes the loss diverge to Inf."""
+
+    def __init__(self, folder: Path, name: str, lr: float = 0.05) -> None:
+        import torch
+
+        from tracker.record import Recorder
+
+        torch.manual_seed(0)
+        self.torch = torch
+        self.model = torch.nn.Linear(1, 1)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
+        self.x = torch.randn(64, 1)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.recorder = Recorder(folder / "headroom.jsonl", name=name, model=self.model,
+                                 optimizer=self.optimizer, every=1)
+        self.done = 0
+
+    def train(self, steps: int) -> None:
+        for _ in range(steps):
+            self.done += 1
+            loss = ((self.model(self.x) - 3 * self.x) ** 2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            self.recorder.step(self.done, loss=loss.detach())
+
+    def finish(self) -> None:
+        self.recorder.__exit__(None, None, None)
+
+    def crash(self) -> None:
+        try:
+            raise RuntimeError("loss exploded")
+        except RuntimeError as err:
+            self.recorder.__exit__(type(err), err, err.__traceback__)

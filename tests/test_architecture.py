@@ -1,4 +1,4 @@
-"""The boundaries of DESIGN.md, checked on the source: desktop -> tracker -> core, never back;
+"""The boundaries of docs/design.md, checked on the source: desktop -> tracker -> core, never back;
 only desktop imports Qt; heavy libraries are imported inside functions, never at module level."""
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -35,6 +36,40 @@ def test_version_and_help_import_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
     assert "headroom 0." in out.stdout
+
+
+# What each command may not import: the listing never reads a point or runs a rule.
+NOT_FOR_LISTING = ("pandas", "pyarrow", "alembic", "numpy", "core.diagnostics.rules",
+                   "torch", "transformers", "tensorboard")
+NOT_FOR_SMALL_INGEST = ("pandas", "pyarrow", "alembic", "torch", "transformers", "tensorboard")
+
+
+def _imported_by(args: list[str], heavy: tuple[str, ...], tmp_path) -> list[str]:
+    """Run ``headroom ARGS`` in a fresh interpreter; the ``heavy`` modules it imported."""
+    probe = (
+        "import sys\n"
+        "from desktop.launcher import main\n"
+        f"code = main({args!r})\n"
+        f"print(code, sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    env = {**os.environ, "HEADROOM_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                         check=True)
+    code, _, found = out.stdout.strip().splitlines()[-1].partition(" ")
+    assert code == "0", out.stdout + out.stderr
+    return json.loads(found.replace("'", '"'))
+
+
+def test_listing_and_a_small_ingest_import_only_what_they_use(tmp_path):
+    from tracker.store import Store
+
+    db = str(tmp_path / "cli.db")
+    Store(db).close()  # an existing database at the current schema, as on every later call
+    log = tmp_path / "small.jsonl"
+    log.write_text('{"headroom": 1, "run": {"name": "small"}}\n{"step": 1, "loss": 2.0}\n'
+                   '{"step": 2, "loss": 1.5}\n')
+    assert _imported_by(["ingest", str(log), "--db", db], NOT_FOR_SMALL_INGEST, tmp_path) == []
+    assert _imported_by(["runs", "--db", db], NOT_FOR_LISTING, tmp_path) == []
 
 
 def test_ingest_runs_and_series_json(capsys, tmp_path):
@@ -87,3 +122,16 @@ def test_headroom_db_environment_variable(capsys, tmp_path, monkeypatch):
 def test_bad_arguments_exit_2(capsys, args):
     code, _, _ = run_cli(capsys, *args)
     assert code == 2
+
+
+def test_runs_says_a_silent_run_without_an_end_is_crashed(capsys, tmp_path):
+    """The liveness rule lives in core: `headroom runs` says what the app says."""
+    log = tmp_path / "live.jsonl"
+    log.write_text(json.dumps({"headroom": 1, "run": {"name": "silent"}}) + "\n"
+                   + json.dumps({"step": 1, "loss": 2.0}) + "\n")
+    db = str(tmp_path / "runs.db")
+    assert run_cli(capsys, "ingest", str(log), "--db", db)[0] == 0
+    code, out, _ = run_cli(capsys, "runs", "--db", db, "--json")
+    assert code == 0 and json.loads(out)[0]["status"] == "running"
+    code, out, _ = run_cli(capsys, "runs", "--db", db, "--json", "--stale-after", "0")
+    assert code == 0 and json.loads(out)[0]["status"] == "crashed?"

@@ -16,13 +16,12 @@ from core.calibration import Calibration, Sample, fit, held_out_fit
 from core.gpus import find
 from core.memory import SetupError, check
 from core.memory.from_shape import ShapeIncomplete, experiment, inputs_from_shape, missing_facts
+from core.metrics import MEMORY_COUNTERS
 from core.models import ModelError
 from tracker.db.runs import RunSummary
 from tracker.db.schema import Run
 from tracker.store import Store
 
-# Canonical series -> the counter it records (DESIGN.md, canonical metric names).
-COUNTERS = {"mem_peak_gib": "allocated", "mem_reserved_gib": "reserved", "mem_used_gib": "device"}
 EXCLUDED = "excluded from the fit"
 NO_PEAK = "no memory peak or OOM recorded"
 
@@ -55,7 +54,7 @@ def collect(store: Store) -> Collected:
 
 def run_samples(store: Store, run: RunSummary) -> list[Sample]:
     """The samples of one run (raises ShapeIncomplete when its shape says too little)."""
-    peaks = {c: run.stat(name, "max") for name, c in COUNTERS.items()}
+    peaks = {c: run.stat(name, "max") for name, c in MEMORY_COUNTERS.items()}
     peaks = {c: v for c, v in peaks.items() if v is not None and v > 0}
     ooms = store.events(run.id, kinds=["oom"])
     if not peaks and not ooms:
@@ -103,7 +102,7 @@ def plan_outcomes(store: Store) -> list[dict]:
         name, peak = found
         out.append({"run": run.id, "name": run.name, "plan": link["hash"],
                     "predicted_gib": link["device_gib"], "peak_gib": round(peak, 3),
-                    "counter": COUNTERS[name], "error": round(link["device_gib"] / peak - 1, 3)})
+                    "counter": MEMORY_COUNTERS[name], "error": round(link["device_gib"] / peak - 1, 3)})
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from core.diagnostics import Finding, PeerRun, RunData, diagnose, worst
+from core.diagnostics import Finding, PeerRun, RunData, diagnose
 from core.diagnostics.boundaries import late_start
 from core.diagnostics.throughput import GLOBAL, PER_GPU, comparable
 from core.runlog import RunEvent, RunLog, Series
@@ -70,17 +70,6 @@ def load(session: Session, run_id: int) -> list[Finding]:
         select(FindingRow).where(FindingRow.run_id == run_id).order_by(FindingRow.id)
     ).scalars()
     return [_finding(r) for r in rows]
-
-
-def severities(session: Session, run_ids: Iterable[int] | None = None) -> dict[int, str]:
-    """The worst finding severity of each run that has findings."""
-    query = select(FindingRow.run_id, FindingRow.severity)
-    if run_ids is not None:
-        query = query.where(FindingRow.run_id.in_(list(run_ids)))
-    by_run: dict[int, list[str]] = {}
-    for run_id, severity in session.execute(query):
-        by_run.setdefault(run_id, []).append(severity)
-    return {run_id: worst(found) for run_id, found in by_run.items()}
 
 
 # Gathering a run's data

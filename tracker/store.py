@@ -8,21 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from core.checkpoints import Checkpoint
-from core.diagnostics import Finding
-from core.runlog import RunEvent, Series
 from core.shape import RunShape
-from tracker import diagnose as diagnostics
-from tracker.db import checkpoints as checkpoint_store
+from tracker.db import findings as finding_store
 from tracker.db import runs as run_store
-from tracker.db import series as series_store
 from tracker.db.engine import default_url, display_url, make_engine, normalize_url, upgrade
-from tracker.db.runs import USER_SOURCE, RunSummary, SeriesInfo, SourceStat
+from tracker.db.runs import USER_SOURCE, RunSummary, SourceStat
 from tracker.db.schema import EventRow, Run, RunTag, SeriesRow, SourceFile
+from tracker.model import SeriesInfo
+
+if TYPE_CHECKING:
+    from core.checkpoints import Checkpoint
+    from core.diagnostics import Finding
+    from core.runlog import RunEvent, Series
+
+# Listing runs (the command line's `runs`, the app's table) imports neither numpy nor
+# the diagnostics: series, checkpoints and diagnosis import what they need when called.
 
 
 class RunNotFound(LookupError):
@@ -55,7 +60,7 @@ class Store:
     def runs(self, run_ids: list[int] | None = None) -> list[RunSummary]:
         """Run summaries, each with its worst finding's severity (for the runs table)."""
         with self.session() as s:
-            return run_store.summaries(s, run_ids, diagnostics.severities(s, run_ids))
+            return run_store.summaries(s, run_ids, finding_store.severities(s, run_ids))
 
     def run_count(self) -> int:
         from sqlalchemy import func
@@ -94,6 +99,9 @@ class Store:
 
     def series(self, run_id: int, name: str) -> Series:
         """A stored series with all its points (NaN and Inf as stored)."""
+        from core.runlog import Series
+        from tracker.db import series as series_store
+
         with self.session() as s:
             row = s.execute(
                 select(SeriesRow).where(SeriesRow.run_id == run_id, SeriesRow.name == name)
@@ -107,6 +115,8 @@ class Store:
         return self.run(run_id).series
 
     def events(self, run_id: int, kinds: Iterable[str] | None = None) -> list[RunEvent]:
+        from core.runlog import RunEvent
+
         query = select(EventRow).where(EventRow.run_id == run_id).order_by(EventRow.id)
         if kinds is not None:
             query = query.where(EventRow.kind.in_(list(kinds)))
@@ -134,6 +144,8 @@ class Store:
 
     def checkpoints(self, run_id: int) -> list[Checkpoint]:
         """The run's checkpoints as last scanned, by step."""
+        from tracker.db import checkpoints as checkpoint_store
+
         with self.session() as s:
             self._get(s, run_id)
             return checkpoint_store.load(s, run_id)
@@ -142,6 +154,8 @@ class Store:
 
     def findings(self, run_id: int) -> list[Finding]:
         """The run's findings as its last diagnosis left them, most severe first."""
+        from tracker import diagnose as diagnostics
+
         with self.session() as s:
             self._get(s, run_id)
             return diagnostics.load(s, run_id)
@@ -149,10 +163,12 @@ class Store:
     def severities(self, run_ids: Iterable[int] | None = None) -> dict[int, str]:
         """The worst finding severity of each run (runs without findings are absent)."""
         with self.session() as s:
-            return diagnostics.severities(s, run_ids)
+            return finding_store.severities(s, run_ids)
 
     def diagnose(self, run_ids: Iterable[int] | None = None) -> dict[int, list[Finding]]:
         """Diagnose runs again (all by default), one transaction each; returns their findings."""
+        from tracker import diagnose as diagnostics
+
         if run_ids is None:
             with self.session() as s:
                 ids = list(s.execute(select(Run.id).order_by(Run.id)).scalars())

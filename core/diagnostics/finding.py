@@ -8,11 +8,13 @@ or from arrays it built, and the desktop shows the :class:`Finding` list.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.checkpoints import Checkpoint
-from core.runlog import RunEvent, RunLog, Series
 from core.shape import RunShape
+
+if TYPE_CHECKING:  # annotations only: severities and findings are read without numpy
+    from core.checkpoints import Checkpoint
+    from core.runlog import RunEvent, RunLog, Series
 
 CRITICAL, WARNING, INFO = "critical", "warning", "info"
 # Least to most severe; the runs table shows the worst of a run's findings.
@@ -81,6 +83,8 @@ class RunData:
     @classmethod
     def from_log(cls, log: RunLog, **extra: Any) -> RunData:
         """A reader's run; ``extra`` sets other fields (checkpoints an inspection found, peers)."""
+        from core.checkpoints import Checkpoint
+
         fields: dict[str, Any] = dict(
             series=dict(log.series), events=list(log.events), shape=log.shape,
             config=dict(log.config), name=log.name,

@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from core.diagnostics.finding import INFO, WARNING, Finding, RunData
+from core.metrics import MARGIN
 
 TIGHT = 0.95  # peak at or above 95 % of capacity: the next change will OOM
 SPARE = 0.40  # peak below 40 %: the batch could grow
-MARGIN = 0.15  # the article keeps 15-20 % of memory free
 MIN_GROWTH = 1.5  # smaller growth is not worth a finding
 MAX_GROWTH = 64  # the memory model is not asked beyond this many times the batch
 # Counters, most telling first: what the allocator holds and what the driver sees run out.

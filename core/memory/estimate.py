@@ -1,6 +1,6 @@
 """Per-GPU memory of a run, by component, and the three readings logs record.
 
-Components (DESIGN.md): weights, gradients, optimizer, activations, logits,
+Components (docs/design.md): weights, gradients, optimizer, activations, logits,
 kv_cache, overhead. Static terms follow EleutherAI's "Transformer Math 101"
 and the ZeRO paper's sharding rules ((2 + 2 + K)Ψ / N_d ...); activations
 follow Korthikanti et al. (see :mod:`core.memory.activations`); quantised
@@ -20,8 +20,8 @@ from core.memory.frameworks import framework as framework_preset
 from core.memory.precision import PAGED, PRECISIONS, frozen_bytes, optimizer_state_bytes
 from core.memory.setup import Setup, check
 from core.memory.spec import ModelSpec
+from core.metrics import GIB
 
-GIB = 1024.0**3
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead")
 # Allocator and runtime priors (calibration replaces them with what the user's runs show).
 RESERVED_FACTOR = 1.10  # caching-allocator fragmentation: 5-10 % (PyTorch reviewers), Megatron 1.05

@@ -17,7 +17,7 @@ from core.memory.frameworks import canonical
 from core.memory.frameworks import framework as framework_preset
 from core.memory.setup import Layout, Setup
 from core.memory.spec import ModelSpec
-from core.shape import RECOMPUTE, RunShape
+from core.shape import LOSSES, RECOMPUTE, RunShape
 
 
 class ShapeIncomplete(ValueError):
@@ -46,6 +46,9 @@ def inputs_from_shape(shape: RunShape) -> tuple[ModelSpec, Setup, list[str]]:
         grad_accum=shape.grad_accum or 1,
         recompute=shape.recompute if shape.recompute in RECOMPUTE else "none",
         attention=shape.attention if shape.attention in ("eager", "sdpa", "flash") else "sdpa",
+        loss=shape.loss if shape.loss in LOSSES else "standard",
+        compile=bool(shape.compile), activation_offload=bool(shape.activation_offload),
+        optimizer_in_backward=bool(shape.optimizer_in_backward) and (shape.grad_accum or 1) == 1,
         framework=framework(shape.framework),
         layout=_layout(shape),
     )
@@ -191,6 +194,8 @@ def _optimizer(name: str | None, method: str) -> str:
     key = (name or "adamw").lower().replace("_", "-")
     if "8bit" in key or "8-bit" in key:
         return "paged-adamw-8bit" if "paged" in key else "adamw-8bit"
+    if "paged" in key and "adam" in key:  # bitsandbytes' 32-bit paged AdamW
+        return "paged-adamw"
     if key.startswith("adam") or key.startswith("fused"):
         return "adamw"
     for known in ("adafactor", "sgd", "none"):
@@ -215,11 +220,11 @@ def _layout(shape: RunShape) -> Layout:
     zero = shape.zero_stage if shape.zero_stage in (0, 1, 2, 3) and not fsdp else 0
     offload = bool(shape.cpu_offload)
     sharded_params = zero == 3 or fsdp in ("full", "hybrid")
-    model_parallel = (shape.tp or 1) * (shape.pp or 1)
+    model_parallel = (shape.tp or 1) * (shape.pp or 1) * (shape.cp or 1)
     n_gpus = max(shape.n_gpus or 1, model_parallel)
     n_gpus += -n_gpus % model_parallel  # a whole number of model replicas
     return Layout(
-        n_gpus=n_gpus, zero=zero, fsdp=fsdp, tp=shape.tp or 1, pp=shape.pp or 1,
+        n_gpus=n_gpus, zero=zero, fsdp=fsdp, tp=shape.tp or 1, pp=shape.pp or 1, cp=shape.cp or 1,
         sequence_parallel=bool(shape.sequence_parallel) and (shape.tp or 1) > 1,
         offload_optimizer=offload and (zero >= 1 or fsdp is not None),
         offload_params=offload and sharded_params,

@@ -12,15 +12,14 @@ from dataclasses import dataclass, field, replace
 from core.memory.frameworks import framework as framework_preset
 from core.memory.precision import FROZEN_STORAGE, OPTIMIZERS, PRECISIONS, QUANTIZED
 from core.memory.spec import ModelSpec, TargetError, lora_kinds
-from core.shape import ATTENTION, METHODS, RECOMPUTE
+from core.shape import ATTENTION, LOSSES, METHODS, RECOMPUTE
 
 FSDP_MODES = ("full", "grad-op", "hybrid")
 PP_SCHEDULES = ("1f1b", "interleaved")
-# How the loss meets the logits: "standard" materialises b x s x vocab logits and upcasts them
-# to fp32 (HF, torchtitan); "chunked" keeps the 16-bit logits and upcasts one chunk at a time
-# (torchtune's CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy); "fused" never
-# materialises them (Liger's fused linear cross-entropy, Cut Cross-Entropy).
-LOSSES = ("standard", "chunked", "fused")
+# How the loss meets the logits (core.shape.LOSSES): "standard" materialises b x s x vocab
+# logits and upcasts them to fp32 (HF, torchtitan); "chunked" keeps the 16-bit logits and
+# upcasts one chunk at a time (torchtune's CEWithChunkedOutputLoss, LitGPT's
+# chunked_cross_entropy); "fused" never materialises them (Liger, Cut Cross-Entropy).
 
 
 class SetupError(ValueError):

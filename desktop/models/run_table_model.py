@@ -27,6 +27,7 @@ from desktop.presenters.run_columns import (
 )
 from desktop.widgets.icons import severity_icon
 from tracker.db.runs import RunSummary
+from tracker.query import Query
 
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -141,23 +142,31 @@ class RunTableModel(RowsModel[RunRow]):
 
 
 class RunFilterProxy(QSortFilterProxyModel):
-    """Filters by words (name, model, format, tags, path, notes), one tag and one format."""
+    """Filters by words (name, model, format, tags, path, notes) or a query, one tag and one
+    format."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._text = ""
         self._tag: str | None = None
         self._format: str | None = None
+        self._query: Query | None = None
+        self._extras: dict[int, dict] = {}
 
-    def set_filters(self, text: str, tag: str | None, fmt: str | None) -> None:
-        """Filter by words, a tag and a format (None: any)."""
+    def set_filters(self, text: str, tag: str | None, fmt: str | None,
+                    query: Query | None = None, extras: dict[int, dict] | None = None) -> None:
+        """Filter by words, a tag and a format (None: any), and a query (with the runs'
+        config and summary when it reads them)."""
         self.beginFilterChange()
         self._text, self._tag, self._format = text, tag, fmt
+        self._query, self._extras = query, extras or {}
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         row = self.sourceModel().row(source_row)
-        return matches(row, self._text, self._tag, self._format)
+        if not matches(row, self._text, self._tag, self._format):
+            return False
+        return self._query is None or self._query.matches(row.run, self._extras.get(row.run.id))
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         """Sorting is the source model's: one Python sort, not a C++ -> Python call per pair."""

@@ -68,3 +68,24 @@ def setting(value: Any) -> str:
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, default=str, separators=(", ", ": "))
     return str(value)
+
+
+_UNITS = (("days", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0))
+
+
+def duration(seconds: float | None) -> str:
+    """A training time as people say it: 45 min, 6.2 h, 3.5 days."""
+    if seconds is None:
+        return MISSING
+    for unit, size in _UNITS:
+        if seconds >= size or unit == "s":
+            value = seconds / size
+            return f"{value:.0f} {unit}" if value >= 10 or unit == "s" else f"{value:.1f} {unit}"
+    return ""
+
+
+def words(items: list[str], last: str = "and") -> str:
+    """Items as a sentence says them: "a", "a and b", "a, b and c"."""
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {last} {items[-1]}"

@@ -143,9 +143,35 @@ def choose_metrics(available: Iterable[str], chosen: list[str] | None = None) ->
             for group in DEFAULT_PANELS if any(m in available for m in group)]
 
 
+class SmoothingCache:
+    """Smoothed copies of the curves last built, so each is smoothed once.
+
+    A redraw that only changes what is shown (a run added to the selection, a
+    panel added, the axis switched back) finds the curves it smoothed before. An
+    entry holds the series array it was made from and counts only for that very
+    array (a reload brings new ones), and is kept only while the last build used it.
+    """
+
+    def __init__(self) -> None:
+        self._smoothed: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._used: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    def ema(self, key: tuple, source: np.ndarray, values: np.ndarray, weight: float) -> np.ndarray:
+        """``values`` (the curve made of ``source``) smoothed, or as smoothed before."""
+        entry = self._smoothed.get(key)
+        smoothed = entry[1] if entry is not None and entry[0] is source else ema(values, weight)
+        self._used[key] = (source, smoothed)
+        return smoothed
+
+    def keep_used(self) -> None:
+        """Forget what the build just finished did not ask for (deselected runs, old weights)."""
+        self._smoothed, self._used = self._used, {}
+
+
 def build(runs: list[RunData], metrics: list[str], axis: str = "step",
-          smoothing: float = 0.0) -> PlotSpec:
+          smoothing: float = 0.0, cache: SmoothingCache | None = None) -> PlotSpec:
     """Every panel's curves for ``runs`` (in selection order, which sets their colours)."""
+    cache = cache or SmoothingCache()
     panels = [Panel(m, title(m)) for m in metrics]
     left_out: list[str] = []
     for index, run in enumerate(runs):
@@ -154,7 +180,8 @@ def build(runs: list[RunData], metrics: list[str], axis: str = "step",
             left_out.append(run.name)
             continue
         for panel in panels:
-            _add_run(panel, run, place, colour(index), metrics, smoothing)
+            _add_run(panel, run, place, colour(index), metrics, smoothing, cache)
+    cache.keep_used()
     spec = PlotSpec(panels, axis, X_AXES[axis].lower())
     if axis == "relative":
         _scale_time(spec)
@@ -172,7 +199,7 @@ _MISSING = {
 
 
 def _add_run(panel: Panel, run: RunData, place: _RunAxis, colour_: str, metrics: list[str],
-             smoothing: float) -> None:
+             smoothing: float, cache: SmoothingCache) -> None:
     overlays = [m for m in OVERLAYS.get(panel.metric, ()) if m not in metrics]
     for metric in (panel.metric, *overlays):
         series = run.series.get(metric)
@@ -180,8 +207,12 @@ def _add_run(panel: Panel, run: RunData, place: _RunAxis, colour_: str, metrics:
             continue
         overlay = metric != panel.metric
         x = place.x(series.steps, series.wall_time)
-        smooth = 0.0 if overlay or metric in NEVER_SMOOTHED else smoothing
-        panel.curves.append(_curve(run, metric, colour_, x, series.values, smooth, overlay))
+        weight = 0.0 if overlay or metric in NEVER_SMOOTHED else smoothing
+        curve = _curve(run, metric, colour_, x, series.values, overlay)
+        if weight > 0:
+            curve.smooth = cache.ema((run.run_id, metric, place.axis, weight), series.values,
+                                     curve.y, weight)
+        panel.curves.append(curve)
     if any(c.run_id == run.run_id for c in panel.curves):
         xs = place.x(np.asarray(run.resumes, dtype=np.int64), None)
         panel.resumes.extend((float(x), colour_) for x in xs if np.isfinite(x))
@@ -189,7 +220,8 @@ def _add_run(panel: Panel, run: RunData, place: _RunAxis, colour_: str, metrics:
 
 
 def _curve(run: RunData, metric: str, colour_: str, x: np.ndarray, y: np.ndarray,
-           smoothing: float, overlay: bool) -> Curve:
+           overlay: bool) -> Curve:
+    """The curve in x order, without points the axis cannot place; smoothed by the caller."""
     keep = np.isfinite(x)
     if not keep.all():
         x, y = x[keep], y[keep]
@@ -197,8 +229,7 @@ def _curve(run: RunData, metric: str, colour_: str, x: np.ndarray, y: np.ndarray
         order = np.argsort(x, kind="stable")
         x, y = x[order], y[order]
     bad = np.flatnonzero(~np.isfinite(y))
-    return Curve(run.run_id, run.name, metric, colour_, x, y,
-                 ema(y, smoothing) if smoothing > 0 else None, overlay,
+    return Curve(run.run_id, run.name, metric, colour_, x, y, None, overlay,
                  x[bad], _last_finite(y)[bad] if len(bad) else y[bad])
 
 

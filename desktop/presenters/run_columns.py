@@ -16,9 +16,9 @@ from core.shape import RunShape
 from desktop.presenters import formatting as fmt
 from desktop.presenters import live_status
 from tracker.db.runs import RunSummary
+from tracker.fields import MEMORY_METRICS, last_step, peak_gib
 
-# Memory metrics in the order the peak column prefers them (allocated is what the fit uses).
-MEMORY_METRICS = ("mem_peak_gib", "mem_reserved_gib", "mem_used_gib")
+__all__ = ["COLUMNS", "MEMORY_METRICS", "RunRow", "make_rows", "matches", "sort_rows"]
 
 
 @dataclass(frozen=True)
@@ -50,20 +50,6 @@ def model_label(shape: RunShape) -> str | None:
     return shape.family
 
 
-def steps(run: RunSummary) -> int | None:
-    """The last step any metric of the run reached."""
-    return max((s.last_step for s in run.series.values() if s.last_step is not None), default=None)
-
-
-def peak_memory(run: RunSummary) -> float | None:
-    """The run's memory peak in GiB: allocated if logged, else reserved, else driver-seen."""
-    for metric in MEMORY_METRICS:
-        peak = run.stat(metric, "max")
-        if peak is not None:
-            return peak
-    return None
-
-
 def _gpus(run: RunSummary) -> int | None:
     return run.shape.n_gpus
 
@@ -89,12 +75,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("model", "Model", lambda r: model_label(r.shape)),
     Column("method", "Method", lambda r: r.shape.method),
     Column("gpus", "GPUs", _gpus, tip="GPUs the run used (and their model)", label=_gpus_text),
-    Column("steps", "Steps", steps, fmt.count, numeric=True, tip="last step logged"),
+    Column("steps", "Steps", last_step, fmt.count, numeric=True, tip="last step logged"),
     Column("last_loss", "Last loss", _stat("loss", "last"), fmt.number, numeric=True),
     Column("min_loss", "Min loss", _stat("loss", "min"), fmt.number, numeric=True),
     Column("best_eval", "Best eval", _stat("eval_loss", "min"), fmt.number, numeric=True,
            tip="lowest evaluation loss"),
-    Column("peak_mem", "Peak GiB", peak_memory, fmt.gib, numeric=True,
+    Column("peak_mem", "Peak GiB", peak_gib, fmt.gib, numeric=True,
            tip="peak device memory: allocated, else reserved, else as nvidia-smi saw it"),
     Column("tokens_per_s", "Tokens/s", _stat("tokens_per_s", "last"), fmt.count, numeric=True,
            tip="throughput at the last logged step"),

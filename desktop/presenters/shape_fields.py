@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from core.shape import ATTENTION, METHODS, PRECISIONS, RECOMPUTE, RunShape
+from core.shape import ATTENTION, LOSSES, METHODS, PRECISIONS, RECOMPUTE, RunShape
 from desktop.presenters.formatting import MISSING, setting
 from tracker.db.runs import USER_SOURCE
 
@@ -26,13 +26,15 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Method", ("method", "precision", "optimizer", "quantization", "lora_rank", "lora_alpha",
                 "lora_targets")),
     ("Batch and sequence", ("micro_batch", "grad_accum", "global_batch", "seq_len", "recompute",
-                            "attention")),
-    ("Parallelism", ("n_gpus", "n_nodes", "zero_stage", "fsdp", "tp", "pp", "sequence_parallel",
-                     "cpu_offload")),
+                            "attention", "loss", "compile", "activation_offload",
+                            "optimizer_in_backward")),
+    ("Parallelism", ("n_gpus", "n_nodes", "zero_stage", "fsdp", "tp", "pp", "cp",
+                     "sequence_parallel", "cpu_offload")),
     ("Hardware", ("gpu_model", "gpu_mem_gib", "framework")),
 )
 CHOICES: dict[str, tuple[str, ...]] = {
     "method": METHODS, "precision": PRECISIONS, "recompute": RECOMPUTE, "attention": ATTENTION,
+    "loss": LOSSES,
 }
 LABELS: dict[str, str] = {
     "n_params": "parameters", "n_trainable_params": "trainable parameters", "n_layers": "layers",
@@ -41,6 +43,8 @@ LABELS: dict[str, str] = {
     "n_nodes": "nodes", "tp": "tensor parallel", "pp": "pipeline parallel",
     "gpu_mem_gib": "GPU memory (GiB)", "gpu_model": "GPU model", "fsdp": "FSDP",
     "zero_stage": "ZeRO stage", "seq_len": "sequence length", "grad_accum": "gradient accumulation",
+    "cp": "context parallel", "activation_offload": "activation offload",
+    "optimizer_in_backward": "optimizer in backward", "cpu_offload": "CPU offload",
 }
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _TRUE, _FALSE = {"yes", "true", "1", "on", "y"}, {"no", "false", "0", "off", "n"}

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.gpus import GPU, catalog, find
 from core.memory import GIB, Layout, ModelSpec, Setup, SetupError, check, model_states
 from core.planner import MARGIN
 from core.shape import RunShape
 from core.sizing import default_optimizer, default_precision
+from desktop.presenters.formatting import compact
 
 METHODS = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA (quantised base)",
            "inference": "Inference"}
@@ -34,6 +36,13 @@ ATTENTION = {"sdpa": "SDPA attention (PyTorch fused)", "flash": "FlashAttention"
 SHARDING = {"none": "None (plain data parallel)", "zero1": "ZeRO-1: optimizer state",
             "zero2": "ZeRO-2: + gradients", "zero3": "ZeRO-3: + parameters",
             "fsdp": "FSDP full shard"}
+MODES = {"size": "How much memory will my run need, and on which GPUs?",
+         "card": "What can my card run?"}
+DATA = {"finetune": "A fine-tuning set", "pretrain": "Pretraining, a token budget"}
+DEFAULT_PRESET = "llama-3.1-8b"
+SOURCES = ("preset", "config", "params")  # remembered model sources (a run belongs to its store)
+DEFAULT_CARD = "RTX 4090"
+CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. (2022): compute-optimal pretraining
 # What-if slider stops: common micro batches and sequence lengths.
 BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 SEQUENCES = (128, 256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
@@ -70,19 +79,62 @@ class Draft:
     tp: int = 1
     pp: int = 1
     recommend: bool = False
-    max_gpus: int = 8
+    max_gpus: int | None = None  # the plans' GPU budget (None: as many as the job needs)
     margin: float = MARGIN
-    tokens: float = 10e9  # the token budget plans are timed for
+    mode: str = "size"  # a MODES key
+    card: str = DEFAULT_CARD  # card mode: the cards the user has
+    card_count: int = 1
+    source: str = "preset"  # how the model page chose the model, and its value there
+    source_value: str = DEFAULT_PRESET
+    data: str = "finetune"  # a DATA key: what the token budget is
+    samples: int = 10_000  # a fine-tuning set: samples x tokens each x epochs
+    sample_len: int = 0  # 0: the sequence length
+    epochs: int = 1
+    pretrain_tokens: float = 0.0  # 0: Chinchilla's 20 tokens per parameter
 
     @property
     def n_gpus(self) -> int:
         return self.per_node * self.nodes
+
+    @property
+    def tokens(self) -> float:
+        """The token budget plans are timed and priced for."""
+        if self.pretraining:
+            return self.pretrain_tokens or self.chinchilla_tokens
+        epochs = self.epochs if self.method != "inference" else 1
+        return float(self.samples * (self.sample_len or self.seq_len) * epochs)
+
+    @property
+    def pretraining(self) -> bool:
+        return self.data == "pretrain" and self.method == "full"
+
+    @property
+    def chinchilla_tokens(self) -> float:
+        return CHINCHILLA_TOKENS_PER_PARAM * self.spec.total_params if self.spec else 0.0
 
     def set_method(self, method: str) -> None:
         """A new goal brings its usual precision and optimizer (the user may change them)."""
         self.method = method
         self.precision = default_precision(method)
         self.optimizer = default_optimizer(method)
+        if method != "full":
+            self.data = "finetune"  # only a full run pretrains
+
+    def remembered(self) -> dict[str, Any]:
+        """The model and training choices the wizard offers again next time."""
+        return {name: getattr(self, name) for name in REMEMBERED}
+
+    def recall(self, values: dict[str, Any]) -> None:
+        """Take back remembered choices, skipping any that no longer make sense."""
+        for name, value in values.items():
+            default = getattr(Draft, name, None) if name in REMEMBERED else None
+            if isinstance(default, float) and isinstance(value, int):
+                value = float(value)
+            if default is None or type(value) is not type(default):
+                continue
+            if name in _CHOSEN_FROM and value not in _CHOSEN_FROM[name]():
+                continue
+            setattr(self, name, value)
 
     def layout(self) -> Layout:
         zero = int(self.sharding[-1]) if self.sharding.startswith("zero") else 0
@@ -103,6 +155,22 @@ class Draft:
         table = catalog()
         return [table[name] for name in self.gpus if name in table]
 
+    def card_gpu(self) -> GPU:
+        """Card mode's GPU model (the default card when the catalog lost the remembered one)."""
+        return catalog().get(self.card) or catalog()[DEFAULT_CARD]
+
+    def data_line(self) -> str:
+        """What the token budget is, in words."""
+        if self.pretraining:
+            source = "" if self.pretrain_tokens else ", 20 per parameter (Chinchilla)"
+            return f"{compact(self.tokens)} tokens of pretraining{source}"
+        length = self.sample_len or self.seq_len
+        if self.method == "inference":
+            return f"{compact(self.tokens)} tokens: {self.samples:,} requests × {length:,}"
+        epochs = "one epoch" if self.epochs == 1 else f"{self.epochs} epochs"
+        return (f"{compact(self.tokens)} tokens: {epochs} of {self.samples:,} samples × "
+                f"{length:,} tokens")
+
     def seed(self, spec: ModelSpec, setup: Setup, shape: RunShape) -> None:
         """Start from a recorded run: its model, its setup, its GPUs and layout."""
         self.spec = spec
@@ -118,6 +186,17 @@ class Draft:
         gpu = find(shape.gpu_model) if shape.gpu_model else None
         if gpu is not None:  # else the GPUs the user compared last time stay
             self.gpus = [gpu.name]
+
+
+REMEMBERED = ("mode", "card", "card_count", "source", "source_value", "method", "precision",
+              "optimizer", "lora_rank", "lora_targets", "micro_batch", "grad_accum", "seq_len",
+              "recompute", "attention", "data", "samples", "sample_len", "epochs",
+              "pretrain_tokens")
+_CHOSEN_FROM = {"mode": lambda: MODES, "card": catalog, "source": lambda: SOURCES,
+                "method": lambda: METHODS, "precision": lambda: PRECISIONS,
+                "optimizer": lambda: OPTIMIZERS, "lora_targets": lambda: LORA_TARGETS,
+                "recompute": lambda: RECOMPUTE, "attention": lambda: ATTENTION,
+                "data": lambda: DATA}
 
 
 def model_problem(draft: Draft) -> str:

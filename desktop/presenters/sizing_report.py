@@ -11,15 +11,13 @@ import base64
 import html
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from core import __version__
-from core.calibration import Calibrated
 from core.memory import GIB, ModelSpec
 from core.planner import Plan
-from core.sizing import Check, training_seconds
-from desktop.presenters.calibration_view import GroupRow
-from desktop.presenters.formatting import compact
-from desktop.presenters.memory_bars import LABELS, Bar
+from desktop.presenters import sizing_plans
+from desktop.presenters.memory_bars import LABELS, LEADS, Bar, other_figures
 from desktop.presenters.sizing_form import (
     ATTENTION,
     LORA_TARGETS,
@@ -32,31 +30,6 @@ from desktop.presenters.sizing_form import (
 )
 
 IMAGE_ALT = "Memory per GPU against each GPU's capacity"
-_UNITS = (("days", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0))
-
-
-def plan_headers(tokens: float) -> tuple[str, ...]:
-    return ("#", "GPU", "Layout", "Changes", "GiB per GPU", "Max batch", "Max sequence",
-            "Tokens/s", f"{compact(tokens)} tokens in", "Warnings")
-
-
-def plan_rows(plans: list[Plan], tokens: float) -> list[tuple[str, ...]]:
-    return [(str(i), p.gpu, p.layout, "; ".join(p.changes).replace(" -> ", " → ") or "as asked",
-             f"{p.device_gib:.1f} of {p.capacity_gib:g}", f"{p.max_micro_batch:,}",
-             f"{p.max_seq_len:,}", compact(p.tokens_per_s),
-             duration(training_seconds(tokens, p.tokens_per_s)), " ".join(p.warnings))
-            for i, p in enumerate(plans, 1)]
-
-
-def duration(seconds: float | None) -> str:
-    """A training time as people say it: 45 min, 6.2 h, 3.5 days."""
-    if seconds is None:
-        return "—"
-    for unit, size in _UNITS:
-        if seconds >= size or unit == "s":
-            value = seconds / size
-            return f"{value:.0f} {unit}" if value >= 10 or unit == "s" else f"{value:.1f} {unit}"
-    return ""
 
 
 def model_line(spec: ModelSpec) -> str:
@@ -76,8 +49,10 @@ def setup_line(draft: Draft) -> str:
 
 
 def hardware_line(draft: Draft) -> str:
+    if draft.mode == "card":
+        return f"what your {draft.card_count} × {draft.card_gpu().name} can run"
     if draft.recommend:
-        return f"Headroom's pick of GPU and layout, up to {draft.max_gpus} GPUs"
+        return f"Headroom's pick of GPU and layout, {budget_words(draft.max_gpus)}"
     gpus = ", ".join(draft.gpus)
     where = f"{draft.per_node} per node × {draft.nodes} nodes" if draft.nodes > 1 else (
         f"{draft.n_gpus} GPU{'s' if draft.n_gpus > 1 else ''}")
@@ -86,21 +61,19 @@ def hardware_line(draft: Draft) -> str:
     return f"{gpus}: {where}" + (f", {', '.join(layout)}" if layout else "")
 
 
-def analytical_text(check: Check) -> str:
-    est = check.estimate
-    return (f"{est.device / GIB:.1f} GiB per GPU as nvidia-smi shows it (PyTorch allocated "
-            f"{est.allocated / GIB:.1f}, reserved {est.reserved / GIB:.1f}), at the {est.phase}")
+def budget_words(max_gpus: int | None) -> str:
+    return f"up to {max_gpus} GPUs" if max_gpus else "on as many GPUs as it takes"
 
 
-def calibrated_text(found: Calibrated) -> str:
-    return (f"{found.gib:.1f} GiB per GPU (90 % interval {found.low_gib:.1f}–"
-            f"{found.high_gib:.1f}), fitted on the group {found.group}")
-
-
-def trust_text(group: GroupRow | None) -> str:
-    if group is None:
-        return ""
-    return ("Trusted: " if group.trusted else "Use with care: ") + group.verdict
+def lead_text(bar: Bar) -> str:
+    """The figure the verdict rests on, and what PyTorch would report beside it."""
+    est = bar.check.estimate
+    text = (f"{bar.device_gib:.1f} GiB per GPU on {bar.check.gpu.name}, from "
+            f"{LEADS[bar.lead]}")
+    if bar.lead == "analytical":
+        text += (f" (PyTorch allocated {est.allocated / GIB:.1f}, reserved "
+                 f"{est.reserved / GIB:.1f}; nvidia-smi shows the total), at the {est.phase}")
+    return text
 
 
 @dataclass(frozen=True)
@@ -109,97 +82,99 @@ class Outcome:
 
     draft: Draft
     bars: list[Bar]
-    primary: Check | None
+    shown: Bar | None  # the bar the figures and breakdown are for (the selected plan's)
     reason: str  # why the figures are uncalibrated ("" when they are calibrated)
-    group: GroupRow | None
     plans: list[Plan]
     names: dict[int, str]
+    headline: str
 
     @property
     def leaned_on(self) -> list[str]:
-        found = self.primary.calibrated if self.primary else None
+        found = self.shown.check.calibrated if self.shown else None
         return [self.names.get(i, f"run {i}") for i in (found.run_ids if found else ())]
+
+    @property
+    def card(self) -> tuple[str, int] | None:
+        d = self.draft
+        return (d.card_gpu().name, d.card_count) if d.mode == "card" else None
 
 
 def blocks(outcome: Outcome) -> list[tuple]:
-    """The report as (kind, ...) blocks: h1, h2, p, list, table (headers, rows), image."""
+    """The report as (kind, ...) blocks: h1, h2, h3, p, list, table (headers, rows), image."""
     d, spec = outcome.draft, outcome.draft.spec
     model = model_line(spec) + (f"; from {d.origin}" if d.origin else "")
     out: list[tuple] = [
         ("h1", f"Sizing {spec.name}: {METHODS[d.method]}"),
         ("p", f"Headroom {__version__}, {datetime.now():%Y-%m-%d %H:%M}"),
         ("table", ("", ""), [("Model", model), ("Training", setup_line(d)),
-                             ("Hardware", hardware_line(d))]),
+                             ("Data", d.data_line()), ("Hardware", hardware_line(d))]),
+        ("p", outcome.headline),
         ("h2", "Memory per GPU"),
     ]
     out += _figures(outcome)
     out.append(("image", IMAGE_ALT))
-    out.append(("table", ("GPU", "Capacity GiB", "Predicted GiB", "Status"),
-                [(b.label.replace("\n", ", "), f"{b.capacity_gib:g}", f"{b.device_gib:.1f}",
+    out.append(("table", ("GPU", "Capacity GiB", "GiB per GPU", "Status"),
+                [(b.caption, f"{b.capacity_gib:g}", f"{b.device_gib:.1f}",
                   b.status) for b in outcome.bars]))
-    if outcome.primary:
-        out.append(("table", ("Component", "GiB"), _breakdown(outcome.primary)))
+    if outcome.shown:
+        out.append(("table", ("Component", "GiB"), _breakdown(outcome.shown)))
     out.append(("h2", "Plans that fit"))
-    if outcome.plans:
-        out.append(("table", plan_headers(d.tokens), plan_rows(outcome.plans, d.tokens)))
-    else:
-        out.append(("p", f"No layout of up to {d.max_gpus} GPUs fits with a "
+    for section in sizing_plans.sections(outcome.plans, d.tokens, outcome.card):
+        out.append(("h3", section.title))
+        out.append(("table", sizing_plans.HEADERS, [r.cells for r in section.rows]))
+    if not outcome.plans:
+        out.append(("p", f"No layout {budget_words(d.max_gpus)} fits with a "
                          f"{d.margin:.0%} margin."))
     return out
 
 
 def _figures(outcome: Outcome) -> list[tuple]:
-    if outcome.primary is None:
+    shown = outcome.shown
+    if shown is None:
         return []
-    out = [("p", "Analytical: " + analytical_text(outcome.primary))]
-    found = outcome.primary.calibrated
-    if found is None:
-        out.append(("p", "Calibrated: " + outcome.reason))
-    else:
-        out.append(("p", "Calibrated on your runs: " + calibrated_text(found)))
-        if trust_text(outcome.group):
-            out.append(("p", trust_text(outcome.group)))
+    out = [("p", f"{shown.caption}: {lead_text(shown)}")]
+    other = other_figures(shown.check)
+    out.append(("p", other or f"Calibrated: {outcome.reason}"))
+    if outcome.leaned_on:
         out.append(("list", [f"leaned on: {name}" for name in outcome.leaned_on]))
-    notes = list(outcome.primary.estimate.notes)
+    notes = list(shown.check.estimate.notes)
     if notes:
         out.append(("list", notes))
     return out
 
 
-def _breakdown(check: Check) -> list[tuple[str, str]]:
-    rows = [(LABELS[k], f"{v / GIB:.2f}") for k, v in check.estimate.breakdown.items() if v > 0]
-    runtime = (check.estimate.device - check.estimate.allocated) / GIB
-    return rows + [(LABELS["runtime"], f"{runtime:.2f}"),
-                   ("Total (device)", f"{check.estimate.device / GIB:.2f}")]
+def _breakdown(bar: Bar) -> list[tuple[str, str]]:
+    rows = [(LABELS[k], f"{v:.2f}") for k, v in bar.segments if v > 0]
+    return rows + [("Total (device)", f"{bar.device_gib:.2f}")]
 
 
 def figures_html(outcome: Outcome) -> str:
-    """The result page's figures: analytical beside calibrated, runs as links ("run:ID")."""
-    check = outcome.primary
-    if check is None:
+    """The result page's side panel: the leading figure, the calibrated one's runs as links."""
+    shown = outcome.shown
+    if shown is None:
         return ""
-    gpu = html.escape(check.gpu.name)
     d = outcome.draft
     parts = [f"<p><b>{html.escape(d.spec.name)}</b>: {html.escape(setup_line(d))}; "
-             f"{html.escape(hardware_line(d))}</p>",
-             f"<p><b>Analytical</b>: {html.escape(analytical_text(check))}</p>"]
-    found = check.calibrated
+             f"{html.escape(hardware_line(d))}. Budget: {html.escape(d.data_line())}.</p>",
+             f"<p><b>{html.escape(shown.caption)}</b>: "
+             f"{html.escape(lead_text(shown))}</p>"]
+    found = shown.check.calibrated
     if found is None:
         parts.append(f"<p style='color:#8d6e00'><b>Uncalibrated</b>: "
                      f"{html.escape(outcome.reason)}</p>")
     else:
-        colour = "#2f7d32" if outcome.group and outcome.group.trusted else "#8d6e00"
         links = ", ".join(f"<a href='run:{i}'>{html.escape(outcome.names.get(i, f'run {i}'))}</a>"
                           for i in found.run_ids)
-        parts.append(f"<p><b>Calibrated on your runs</b> (for {gpu}): "
-                     f"{html.escape(calibrated_text(found))}"
-                     f"<br><span style='color:{colour}'>{html.escape(trust_text(outcome.group))}"
-                     f"</span><br>Leaned on: {links}</p>")
+        trust = "trusted" if found.trusted else "not trusted"
+        parts.append(f"<p><b>Calibrated on your runs</b> ({trust}, group "
+                     f"{html.escape(found.group)}): {found.gib:.1f} GiB, 90 % interval "
+                     f"{found.low_gib:.1f}–{found.high_gib:.1f}; leaned on {links}</p>")
+    scaled = " (the analytical split, scaled to the calibrated total)" * (shown.lead !=
+                                                                          "analytical")
     rows = "".join(f"<tr><td>{html.escape(name)}</td><td align='right'>&nbsp;&nbsp;{gib}</td>"
-                   "</tr>" for name, gib in _breakdown(check))
-    parts.append(f"<p><b>Per GPU, by component</b> (GiB)</p><table>{rows}</table>")
-    notes = list(check.estimate.notes) + ([outcome.draft.spec.note] if outcome.draft.spec.note
-                                          else [])
+                   "</tr>" for name, gib in _breakdown(shown))
+    parts.append(f"<p><b>Per GPU, by component</b> (GiB){scaled}</p><table>{rows}</table>")
+    notes = list(shown.check.estimate.notes) + ([d.spec.note] if d.spec.note else [])
     if notes:
         parts.append("<p style='color:#616e7c'>" + "<br>".join(html.escape(n) for n in notes)
                      + "</p>")
@@ -213,7 +188,7 @@ def markdown(report: list[tuple], image: str) -> str:
     """Markdown with the chart as the file ``image`` beside it."""
     lines: list[str] = []
     for kind, *rest in report:
-        if kind in ("h1", "h2"):
+        if kind in ("h1", "h2", "h3"):
             lines += ["#" * int(kind[1]) + " " + rest[0], ""]
         elif kind == "p":
             lines += [rest[0], ""]
@@ -228,6 +203,16 @@ def markdown(report: list[tuple], image: str) -> str:
     return "\n".join(lines)
 
 
+def write_report(path: Path, report: list[tuple], png: bytes) -> None:
+    """HTML with the chart inside, or Markdown with the chart as a PNG beside it."""
+    if path.suffix.lower() in (".html", ".htm"):
+        path.write_text(html_page(report, png), encoding="utf-8")
+        return
+    image = path.with_name(f"{path.stem}-chart.png")
+    image.write_bytes(png)
+    path.write_text(markdown(report, image.name), encoding="utf-8")
+
+
 def _md_row(cells) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
@@ -236,7 +221,7 @@ def html_page(report: list[tuple], png: bytes) -> str:
     """One self-contained HTML file: the chart is inside it as a data URI."""
     body: list[str] = []
     for kind, *rest in report:
-        if kind in ("h1", "h2", "p"):
+        if kind in ("h1", "h2", "h3", "p"):
             body.append(f"<{kind}>{html.escape(rest[0])}</{kind}>")
         elif kind == "list":
             body.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in rest[0]) + "</ul>")
@@ -256,8 +241,8 @@ def text(report: list[tuple]) -> str:
     """Plain text with aligned columns, for the clipboard."""
     lines: list[str] = []
     for kind, *rest in report:
-        if kind in ("h1", "h2"):
-            underline = "=" if kind == "h1" else "-"
+        if kind in ("h1", "h2", "h3"):
+            underline = {"h1": "=", "h2": "-", "h3": "·"}[kind]
             lines += [rest[0], underline * len(rest[0]), ""]
         elif kind == "p":
             lines += [rest[0], ""]

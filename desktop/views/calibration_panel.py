@@ -9,6 +9,8 @@ reading, flags outliers, and excludes or includes runs (kept in the store).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
@@ -33,7 +35,9 @@ from desktop.presenters.calibration_view import (
 )
 from desktop.services import AppServices
 from desktop.sizing_services import sizing_for
-from desktop.views.calibration_plot import CalibrationPlot
+
+if TYPE_CHECKING:
+    from desktop.views.calibration_plot import CalibrationPlot
 
 RUN_HEADERS = ("Run", "Reading", "Recorded GiB", "Held-out GiB", "Error", "Uncalibrated GiB",
                "Note", "Group")
@@ -54,7 +58,9 @@ class CalibrationPanel(QWidget):
         self.headline = QLabel("Fitting the memory model to your runs…", wordWrap=True,
                                objectName="headline")
         self.headline.setStyleSheet("font-size: 13px; padding: 4px 2px;")
-        self.plot = CalibrationPlot()
+        self._plot: CalibrationPlot | None = None
+        self._plot_slot = QWidget()  # the plot goes here when first needed (it loads pyqtgraph)
+        QVBoxLayout(self._plot_slot).setContentsMargins(0, 0, 0, 0)
         self.groups = _tree(GROUP_HEADERS, (190, 40, 90, 120, 90, *([84] * 5)))
         self.runs = _tree(RUN_HEADERS, (230, 70, 96, 90, 50, 112, 250))
         self.runs.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -67,13 +73,12 @@ class CalibrationPanel(QWidget):
         self.exclude.clicked.connect(lambda: self._set_excluded(True))
         self.include.clicked.connect(lambda: self._set_excluded(False))
         self.runs.itemSelectionChanged.connect(self._enable_buttons)
-        self.plot.sig_run_clicked.connect(self.select_run)
         self._sizing.sig_calibration_changed.connect(self.show_summary)
         self._enable_buttons()
 
     def _layout(self) -> None:
         top = QSplitter(Qt.Orientation.Horizontal, childrenCollapsible=False)
-        top.addWidget(self.plot)
+        top.addWidget(self._plot_slot)
         top.addWidget(self.groups)
         top.setSizes([520, 560])
         bottom = QWidget()
@@ -99,6 +104,17 @@ class CalibrationPanel(QWidget):
         summary = self._sizing.calibration()
         if summary is not None and summary is not self.summary:
             self.show_summary(summary)
+
+    @property
+    def plot(self) -> CalibrationPlot:
+        """Predicted against recorded peaks, made when the fit is first shown."""
+        if self._plot is None:
+            from desktop.views.calibration_plot import CalibrationPlot
+
+            self._plot = CalibrationPlot()
+            self._plot.sig_run_clicked.connect(self.select_run)
+            self._plot_slot.layout().addWidget(self._plot)
+        return self._plot
 
     # ---- Public API
 

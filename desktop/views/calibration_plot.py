@@ -10,14 +10,15 @@ selects it in the table below.
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from core.metrics import MARGIN
 from desktop.presenters.calibration_view import Point, group_title
 from desktop.presenters.plot_data import colour
+from desktop.views.plotting import pg
 
-BAND = 0.15  # the wizard's margin, drawn around the diagonal
+BAND = MARGIN  # the wizard's margin, drawn around the diagonal
 OUTLIER_PEN = pg.mkPen("#b3261e", width=2.2)
 
 

@@ -6,6 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTreeView, QVBoxLayout, QWidget
 
+from desktop.compare_services import compare_for
 from desktop.presenters import compare
 from desktop.presenters.plot_data import colour
 from desktop.services import AppServices
@@ -36,6 +37,8 @@ class CompareView(QWidget):
         layout.addWidget(self.tree)
         services.sig_selection_changed.connect(self.refresh)
         services.sig_runs_changed.connect(self.refresh)
+        self._compare = compare_for(services)
+        self._compare.sig_grouping_changed.connect(self.refresh)
 
     def refresh(self) -> None:
         """Rebuild the table; while the tab is hidden, only note that it is out of date."""
@@ -49,11 +52,26 @@ class CompareView(QWidget):
             self.summary.setText(SELECT_TWO)
             return
         table = [compare.CompareRun(r, self._services.config(r.id)) for r in runs]
+        groups = self._compare.groups([r.id for r in runs])
+        if len(groups) > 1:
+            self._compare_groups(groups, {c.summary.id: c for c in table})
+            return
         rows = compare.compare(table, self.only_differences.isChecked())
         self._set_headers([r.name for r in runs])
         self._fill(rows, highlight=not self.only_differences.isChecked())
         differing = sum(r.differs for r in rows if r.section != "Results")
         self.summary.setText(f"{len(runs)} runs · {differing} settings differ")
+
+    def _compare_groups(self, groups, runs: dict) -> None:
+        """Columns are the groups: results as mean ± std, settings as what members share."""
+        table = [compare.CompareGroup(g, [runs[i] for i in g.run_ids]) for g in groups]
+        rows = compare.compare_groups(table, self.only_differences.isChecked())
+        self._set_headers([f"{g.key} ({g.count})" for g in groups])
+        self._fill(rows, highlight=not self.only_differences.isChecked())
+        differing = sum(r.differs for r in rows if r.section != "Results")
+        differ = "1 setting differs" if differing == 1 else f"{differing} settings differ"
+        self.summary.setText(f"{len(groups)} groups of {len(runs)} runs "
+                             f"({self._compare.grouping.by}) · {differ}")
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

@@ -4,27 +4,31 @@ Configured once for big series: peak (min/max) downsampling keeps spikes
 visible, clip-to-view draws only the visible range, ``connect="finite"`` leaves
 gaps at NaN/Inf (which are also marked with a red x), and raw curves behind
 smoothed ones are left out of auto-range so one spike cannot flatten a plot.
+A panel scrolled out of sight is parked: its curves skip the clipping and
+downsampling of every pan until it is seen again.
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from desktop.presenters import formatting as fmt
 from desktop.presenters.plot_data import Curve, Panel, nearest
 from desktop.views.plot_overlays import PlotOverlays
+from desktop.views.plotting import pg
 
 AXIS_WIDTH = 62  # the same for every panel, so stacked plots line up
 RAW_ALPHA = 70
 NAN_COLOUR = "#c62828"
 MAX_SYMBOLS = 2000  # overlay points get markers only when they are few
 MAX_READOUT_RUNS = 8
-# Qt strokes antialiased lines wider than 1 px about 70x slower; long curves get 1 px
-# (a pan frame over 4 x 1M points: ~2 s at 1.6 px, ~30 ms at 1 px; bench/gui.py).
+# Qt strokes antialiased lines wider than 1 px about 70x slower, and antialiasing a 1 px
+# line still doubles a pan frame; the dense, downsampled strokes of long curves gain
+# nothing visible from it. Long curves get 1 px without antialiasing (bench/gui.py).
 LONG_CURVE = 2000
 # Samples per pixel left after auto-downsampling (pyqtgraph's default is 5). In peak mode
 # every bucket keeps its min and max, so 2 per pixel already draws every spike and
@@ -40,6 +44,7 @@ class MetricPlot:
         self.panel: Panel | None = None
         self.items: list[pg.PlotDataItem] = []  # the followed curve of each run, for the legend
         self._drawn: dict[tuple, _CurveItems] = {}  # each curve's items, to extend in place
+        self.parked = False
         plot.setDownsampling(auto=True, mode="peak")
         plot.setClipToView(True)
         plot.showGrid(x=True, y=True, alpha=0.15)
@@ -60,15 +65,22 @@ class MetricPlot:
         self.plot.clear()
         self.panel, self.items, self._drawn = panel, [], {}
         self.plot.setTitle(panel.title, size="9pt", color="#323f4b")
-        width = _width(panel)
+        style = _Style.of(panel)
         for curve in panel.curves:
-            self._add_curve(curve, width)
+            self._add_curve(curve, style)
         for x, colour in panel.resumes:
             self._add_resume(x, colour, label_resumes)
         self.overlays.draw(panel.annotations, label_resumes)
         self.plot.addItem(self.cursor, ignoreBounds=True)
         self.plot.setLogMode(x=False, y=log_y)
+        self.park(self.parked)
         self.hide_hover()
+
+    def park(self, parked: bool) -> None:
+        """Out of sight (True), the curves stop following the view; back in sight, they catch up."""
+        self.parked = parked
+        for drawn in self._drawn.values():
+            drawn.park(parked)
 
     def extend(self, panel: Panel, run_ids: set[int]) -> bool:
         """Give the drawn curves of ``run_ids`` their points from ``panel`` in place.
@@ -108,28 +120,30 @@ class MetricPlot:
 
     # ---- Private API
 
-    def _add_curve(self, curve: Curve, width: float) -> None:
+    def _add_curve(self, curve: Curve, style: _Style) -> None:
         colour = QColor(curve.colour)
         if curve.overlay:
-            self._add_overlay(curve, colour, width)
+            self._add_overlay(curve, colour, style)
             return
         raw = None
         if curve.smooth is not None:
             faint = QColor(colour)
             faint.setAlpha(RAW_ALPHA)
-            raw = _line(curve.x, curve.y, pen=pg.mkPen(faint, width=1))
+            raw = _line(curve.x, curve.y, pen=pg.mkPen(faint, width=1), antialias=style.antialias)
             self.plot.addItem(raw, ignoreBounds=True)
-        main = _line(curve.x, curve.shown, pen=pg.mkPen(colour, width=width), name=curve.label)
+        main = _line(curve.x, curve.shown, pen=pg.mkPen(colour, width=style.width),
+                     antialias=style.antialias, name=curve.label)
         self.plot.addItem(main)
         self.items.append(main)
         items = self._drawn[_key(curve)] = _CurveItems(main, raw)
         items.set_marks(curve, self.plot)
 
-    def _add_overlay(self, curve: Curve, colour: QColor, width: float) -> None:
+    def _add_overlay(self, curve: Curve, colour: QColor, style: _Style) -> None:
         few = len(curve.x) <= MAX_SYMBOLS
         item = _line(
-            curve.x, curve.y, pen=pg.mkPen(colour, width=width, style=Qt.PenStyle.DashLine),
-            symbol="o" if few else None, symbolSize=5, symbolBrush=colour, symbolPen=None,
+            curve.x, curve.y, pen=pg.mkPen(colour, width=style.width, style=Qt.PenStyle.DashLine),
+            antialias=style.antialias, symbol="o" if few else None, symbolSize=5,
+            symbolBrush=colour, symbolPen=None,
         )
         self.plot.addItem(item)
         self._drawn[_key(curve)] = _CurveItems(item)
@@ -153,12 +167,38 @@ class CompactAxis(pg.AxisItem):
         return [fmt.compact(v * scale) for v in values]
 
 
+class _Line(pg.PlotDataItem):
+    """A curve that skips clipping and downsampling to the view while it is parked."""
+
+    def __init__(self, *args, **options) -> None:
+        super().__init__(*args, **options)
+        self._parked = self._missed = False
+
+    def viewRangeChanged(self, vb=None, ranges=None, changed=None) -> None:  # noqa: N802
+        # pyqtgraph calls this at every pan and zoom (and its name is pyqtgraph's).
+        if self._parked:
+            self._missed = True
+            return
+        super().viewRangeChanged(vb, ranges, changed)
+
+    def park(self, parked: bool) -> None:
+        self._parked = parked
+        if not parked and self._missed:
+            self._missed = False
+            super().viewRangeChanged()
+
+
 class _CurveItems:
     """One curve's items: its line, the raw line behind a smoothed one, and NaN marks."""
 
-    def __init__(self, main: pg.PlotDataItem, raw: pg.PlotDataItem | None = None) -> None:
+    def __init__(self, main: _Line, raw: _Line | None = None) -> None:
         self.main, self.raw = main, raw
         self.marks: pg.PlotDataItem | None = None
+
+    def park(self, parked: bool) -> None:
+        for line in (self.main, self.raw):
+            if line is not None:
+                line.park(parked)
 
     def set_data(self, curve: Curve, plot: pg.PlotItem) -> None:
         self.main.setData(curve.x, curve.y if curve.overlay else curve.shown)
@@ -182,19 +222,28 @@ def _key(curve: Curve) -> tuple:
     return curve.run_id, curve.metric, curve.overlay
 
 
-def _width(panel: Panel) -> float:
-    return 1.0 if any(len(c.x) > LONG_CURVE for c in panel.curves) else 1.6
+@dataclass(frozen=True)
+class _Style:
+    """How a panel strokes its curves: fine and crisp while they are short, cheap once long."""
+
+    width: float
+    antialias: bool
+
+    @staticmethod
+    def of(panel: Panel) -> _Style:
+        long = any(len(c.x) > LONG_CURVE for c in panel.curves)
+        return _Style(1.0, False) if long else _Style(1.6, True)
 
 
 def _outline(panel: Panel) -> tuple:
     """What a panel draws apart from the points: extending in place needs it unchanged."""
-    return (panel.title, _width(panel),
+    return (panel.title, _Style.of(panel),
             [(*_key(c), c.label, c.colour, c.smooth is None) for c in panel.curves])
 
 
-def _line(x, y, **options) -> pg.PlotDataItem:
+def _line(x, y, **options) -> _Line:
     """A curve with gaps at NaN/Inf, downsampled to :data:`SAMPLES_PER_PIXEL` when long."""
-    item = pg.PlotDataItem(x, y, connect="finite", **options)
+    item = _Line(x, y, connect="finite", **options)
     item.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
     return item
 

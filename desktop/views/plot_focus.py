@@ -8,12 +8,15 @@ included), so a spike or a plateau fills it.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from desktop.presenters.plot_data import PlotSpec
 from desktop.presenters.plot_marks import DEFAULT_METRIC, Focus, region_of, y_extent, zoom_range
-from desktop.views.metric_plot import MetricPlot
+
+if TYPE_CHECKING:  # the plots panel imports this before pyqtgraph is loaded
+    from desktop.views.metric_plot import MetricPlot
 
 Y_PADDING = 0.08
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPainterPath
 
 from desktop.presenters.plot_marks import Annotations, Boundary, Mark, Region
+from desktop.views.plotting import pg
 from desktop.widgets.icons import SEVERITY_COLOURS
 
 # Shade behind the curves: info findings (a note, not a problem) only when selected.

@@ -1,16 +1,18 @@
 """The plots panel: stacked metric panels with a shared x axis, for the selected runs.
 
 The toolbar chooses metrics, the x axis, smoothing and log-y (all remembered);
-series load in the background, and the panel redraws from what it has cached.
-Export writes the panels as PNG or SVG, or the shown points as CSV.
+series load in the background, and the panel redraws from what it has cached,
+smoothing each curve once. Export writes the panels as PNG or SVG, or the shown
+points as CSV. The pyqtgraph canvas is made when there is first something to
+plot, so the window paints before pyqtgraph is imported.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QRect, Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -33,7 +35,11 @@ from desktop.presenters.plot_marks import Focus
 from desktop.services import AppServices, series_version
 from desktop.settings import Settings
 from desktop.views import plot_focus, scene_export
-from desktop.views.metric_plot import CompactAxis, MetricPlot
+from desktop.views.group_plot import GroupPlot
+
+if TYPE_CHECKING:
+    from desktop.views.metric_plot import MetricPlot
+    from desktop.views.plotting import pg
 
 MIN_PANEL_HEIGHT = 110
 SELECT_RUNS = "Select runs in the table to plot them (Ctrl+click or Shift+click for several)."
@@ -62,10 +68,13 @@ class PlotsPanel(QWidget):
         self._drawn_axis = ""
         self.spec: PlotSpec | None = None
         self.panels: list[MetricPlot] = []
+        self._graphics: pg.GraphicsLayoutWidget | None = None
+        self._smoothed = plot_data.SmoothingCache()
         self._focus: Focus | None = None  # the finding selected in the findings list
         self._zoom_pending = False  # zoom to it once its run is drawn
         self._redraw = QTimer(self, singleShot=True, interval=120)
         self._redraw.timeout.connect(self.rebuild)
+        self.groups = GroupPlot(services, settings, self.rebuild, self)  # bands of run groups
         self._make_toolbar()
         self._make_plots()
         self._layout()
@@ -102,15 +111,7 @@ class PlotsPanel(QWidget):
         self._show_smoothing()
 
     def _make_plots(self) -> None:
-        self.graphics = pg.GraphicsLayoutWidget()
-        self.graphics.setAcceptDrops(False)  # drops go to the window, which ingests them
-        self.graphics.ci.setSpacing(2)
-        self.graphics.viewport().installEventFilter(self)
-        self._hover = pg.SignalProxy(self.graphics.scene().sigMouseMoved, rateLimit=60,
-                                     slot=self._on_mouse)
-        self.legend = pg.LegendItem(colCount=4, labelTextSize="9pt", verSpacing=-4)
         self.scroll = QScrollArea(widgetResizable=True, frameShape=QScrollArea.Shape.NoFrame)
-        self.scroll.setWidget(self.graphics)
         self.message = QLabel(SELECT_RUNS, alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
         self.message.setStyleSheet("color: #616e7c; font-size: 13px;")
         self.notes = QLabel(wordWrap=True)
@@ -130,6 +131,7 @@ class PlotsPanel(QWidget):
         bar.addWidget(self.smooth_slider)
         bar.addWidget(self.smooth_label)
         bar.addWidget(self.log_check)
+        bar.addWidget(self.groups.bar)
         bar.addStretch(1)
         bar.addWidget(self.export_button)
         layout = QVBoxLayout(self)
@@ -137,6 +139,29 @@ class PlotsPanel(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.notes)
         layout.addWidget(self.stack, 1)
+
+    @property
+    def graphics(self) -> pg.GraphicsLayoutWidget:
+        """The canvas holding the stacked plots and their legend (made on first use)."""
+        if self._graphics is None:
+            self._graphics = self._make_canvas()
+        return self._graphics
+
+    def _make_canvas(self) -> pg.GraphicsLayoutWidget:
+        from desktop.views.plotting import pg
+
+        canvas = pg.GraphicsLayoutWidget()
+        canvas.setAcceptDrops(False)  # drops go to the window, which ingests them
+        canvas.ci.setSpacing(2)
+        canvas.viewport().installEventFilter(self)
+        self._hover = pg.SignalProxy(canvas.scene().sigMouseMoved, rateLimit=60,
+                                     slot=self._on_mouse)
+        self.legend = pg.LegendItem(colCount=4, labelTextSize="9pt", verSpacing=-4)
+        self.scroll.setWidget(canvas)
+        bar = self.scroll.verticalScrollBar()
+        bar.valueChanged.connect(self._park_hidden)
+        bar.rangeChanged.connect(self._park_hidden)
+        return canvas
 
     # ---- Public API
 
@@ -166,7 +191,8 @@ class PlotsPanel(QWidget):
             self.spec = None
             self._show_message(SELECT_RUNS if not runs else NO_METRICS)
             return
-        self.spec = plot_data.build(runs, metrics, self.axis, self.smoothing)
+        self.spec = self.groups.apply(
+            plot_data.build(runs, metrics, self.axis, self.smoothing, self._smoothed))
         self.draw(self.spec)
 
     def export(self, path: Path) -> None:
@@ -187,9 +213,11 @@ class PlotsPanel(QWidget):
             plot.draw(panel, self.log_check.isChecked(), label_resumes=i == 0)
         self._label_axes(spec)
         self._fill_legend()
+        self.groups.draw(self.panels, self.legend)
         self.notes.setText("Not shown — " + "; ".join(spec.notes) if spec.notes else "")
         self.notes.setVisible(bool(spec.notes))
         self.stack.setCurrentWidget(self.scroll)
+        self._park_hidden()
         self._show_focus(spec)
 
     def focus(self, focus: Focus | None) -> None:
@@ -217,6 +245,9 @@ class PlotsPanel(QWidget):
                 and self._drawn_axis == spec.axis)
 
     def _new_panels(self, count: int) -> None:
+        from desktop.views.metric_plot import CompactAxis, MetricPlot
+        from desktop.views.plotting import pg
+
         self.graphics.clear()
         self.graphics.addItem(self.legend, row=0, col=0)
         self.panels = []
@@ -225,12 +256,27 @@ class PlotsPanel(QWidget):
             if self.axis == "wall":
                 axes["bottom"] = pg.DateAxisItem()
             plot = self.graphics.addPlot(row=row + 1, col=0, axisItems=axes)
+            plot.geometryChanged.connect(self._park_hidden)  # laid out, or the stack reflowed
             if self.panels:
                 plot.setXLink(self.panels[0].plot)
             self.panels.append(MetricPlot(plot))
         self.graphics.setMinimumHeight(count * MIN_PANEL_HEIGHT + 30)
         self.graphics.updateGeometry()  # the scroll area then fits the plots to its height again
         self._drawn_axis = self.axis
+
+    def _park_hidden(self) -> None:
+        """Panels scrolled out of sight skip the work of each pan until they are seen again."""
+        if self._graphics is None:
+            return
+        seen = QRect(0, self.scroll.verticalScrollBar().value(), self._graphics.width(),
+                     self.scroll.viewport().height())
+        for plot in self.panels:
+            where = self._graphics.mapFromScene(plot.plot.sceneBoundingRect()).boundingRect()
+            plot.park(not where.intersects(seen))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._park_hidden()
 
     def _label_axes(self, spec: PlotSpec) -> None:
         for i, plot in enumerate(self.panels):
@@ -287,9 +333,9 @@ class PlotsPanel(QWidget):
     def _extend(self, run_ids: set[int]) -> bool:
         """Give the drawn curves of ``run_ids`` their new points, when nothing else changed."""
         runs, metrics = self._shown_runs(), self.metrics()
-        if self.spec is None or not runs or not metrics:
+        if self.spec is None or not runs or not metrics or self.groups.active:
             return False
-        spec = plot_data.build(runs, metrics, self.axis, self.smoothing)
+        spec = plot_data.build(runs, metrics, self.axis, self.smoothing, self._smoothed)
         if (not self._same_layout(spec)
                 or (spec.x_label, spec.notes) != (self.spec.x_label, self.spec.notes)):
             return False

@@ -25,6 +25,8 @@ from desktop import dialogs
 from desktop.models.run_table_model import RUN_ID_ROLE, RunFilterProxy, RunTableModel
 from desktop.presenters.run_columns import COLUMN_INDEX, COLUMNS, RunRow, make_rows
 from desktop.services import AppServices
+from desktop.settings import Settings
+from desktop.views.query_box import QueryBox
 from tracker.db.runs import RunSummary
 
 ALL = "All"
@@ -34,15 +36,18 @@ WIDTHS = {"name": 190, "status": 70, "severity": 30, "model": 110, "method": 56,
 
 
 class RunsPanel(QWidget):
-    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+    def __init__(self, services: AppServices, settings: Settings | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._services = services
         self.model = RunTableModel(self)
         self.proxy = RunFilterProxy(self)
         self.proxy.setSourceModel(self.model)
-        self.filter_edit = QLineEdit(placeholderText="Filter runs: name, model, tag, path…",
+        self.filter_edit = QLineEdit(placeholderText="Filter: words, or a query such as "
+                                                     "peak_gib > 40 and method == \"lora\"",
                                      clearButtonEnabled=True)
         self.filter_edit.setAcceptDrops(False)
+        self.query = QueryBox(self.filter_edit, services, settings, self._on_filter)
         self.tag_combo = _combo("Tag")
         self.format_combo = _combo("Format")
         self.count_label = QLabel()
@@ -92,6 +97,7 @@ class RunsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
+        layout.addWidget(self.query.error_label)
         layout.addWidget(self.table)
 
     # ---- Public API
@@ -168,6 +174,7 @@ class RunsPanel(QWidget):
         keep = self._select_after_load or list(self._services.selected)
         self._select_after_load = []
         self.model.set_rows(rows)
+        self.query.set_metrics({m for row in rows for m in row.run.series})
         _refill(self.tag_combo, self.model.tags())
         _refill(self.format_combo, self.model.formats())
         self._on_filter()
@@ -181,8 +188,9 @@ class RunsPanel(QWidget):
         self._select_after_load = list(dict.fromkeys(ids))[:8]
 
     def _on_filter(self) -> None:
-        self.proxy.set_filters(self.filter_edit.text(), self.tag_combo.currentData(),
-                               self.format_combo.currentData())
+        self.proxy.set_filters(self.query.words(), self.tag_combo.currentData(),
+                               self.format_combo.currentData(), self.query.query(),
+                               self.query.extras)
         self._update_count()
 
     def _on_selection(self) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt
 from PySide6.QtGui import QImage, QPainter
-from PySide6.QtWidgets import QGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 
 def save(item: QGraphicsItem, path: Path, scale: float = 2.0) -> None:
@@ -47,3 +47,12 @@ def _render(item: QGraphicsItem, device, source: QRectF, target: QRectF) -> None
         item.scene().render(painter, target, source)
     finally:
         painter.end()
+
+
+def widget_png(widget: QWidget) -> bytes:
+    """A widget as it looks on screen, as PNG bytes (a report's chart)."""
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    widget.grab().save(buffer, "PNG")
+    return bytes(data.data())

@@ -51,6 +51,9 @@ class WatchPanel(QWidget):
         self.add_button.clicked.connect(self.choose_folder)
         self.remove_button = QPushButton("Stop Watching", enabled=False)
         self.remove_button.clicked.connect(self._remove)
+        self.alerts_button = QPushButton("Alerts…", toolTip="Which alerts each folder gives, "
+                                         "and a command or webhook to forward them to")
+        self.alerts_button.clicked.connect(self._edit_alerts)
         self.close_button = QToolButton(text="✕", autoRaise=True, toolTip="Hide this panel")
         self.close_button.clicked.connect(self.hide)
         self.list = _place_list()
@@ -74,6 +77,7 @@ class WatchPanel(QWidget):
         top.addWidget(self.summary, 1)
         top.addWidget(self.add_button)
         top.addWidget(self.remove_button)
+        top.addWidget(self.alerts_button)
         top.addWidget(self.close_button)
         bottom = QHBoxLayout()
         bottom.addWidget(self.follow_check, 1)
@@ -119,6 +123,13 @@ class WatchPanel(QWidget):
         for item in self.list.selectedItems():
             if item.data(1, Qt.ItemDataRole.UserRole):
                 self.live.remove_folder(item.data(0, Qt.ItemDataRole.UserRole))
+
+    def _edit_alerts(self) -> None:
+        from desktop.alert_services import alerts_for
+        from desktop.views.alert_views import AlertsDialog
+
+        service = alerts_for(self.live.parent(), self._settings)  # the app services own both
+        AlertsDialog(service, self._settings, self).exec()
 
     def showEvent(self, event) -> None:
         self._tick.start()

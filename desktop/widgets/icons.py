@@ -1,8 +1,9 @@
-"""Small status icons painted in code: finding severities and checkpoint parts.
+"""The app's icon, and small status icons painted in code: finding severities, checkpoint parts.
 
-Painted rather than taken from the style, so they look the same on every
-platform and theme, stay legible at 16 px, and need no image files. Each icon
-is made once (after the QApplication exists) and cached.
+The app icon is the shipped SVG (resources/icons), drawn sharp at any size.
+Status icons are painted rather than taken from the style, so they look the
+same on every platform and theme, stay legible at 16 px, and need no image
+files. Each icon is made once (after the QApplication exists) and cached.
 """
 
 from __future__ import annotations
@@ -12,12 +13,20 @@ from functools import cache
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPainterPath, QPen, QPixmap, QPolygonF
 
+from core.resources import resources_dir
+
 SIZE = 16
 SCALE = 3  # painted at 3x, so HiDPI screens get sharp edges
 
 # Severity colours, shared with the plots' shaded ranges.
 SEVERITY_COLOURS = {"critical": "#c62828", "warning": "#e0a100", "info": "#2f6fb0"}
 PART_COLOURS = {True: "#2e7d32", False: "#c62828", None: "#9aa5b1"}
+
+
+@cache
+def app_icon() -> QIcon:
+    """Headroom's icon, for the window, the taskbar and the dock."""
+    return QIcon(str(resources_dir() / "icons" / "headroom.svg"))
 
 
 @cache

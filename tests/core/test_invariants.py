@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from core.memory import Layout, Setup, SetupError, check, estimate, model_states
 from core.memory.activations import block_bytes, logits_bytes
 from core.memory.precision import OPTIMIZERS
-from core.memory.setup import LOSSES
 from core.models import presets
+from core.shape import LOSSES
 
-RANDOM_SETUPS = settings(max_examples=1000, deadline=None,
+# Derandomized: the same 1,000 setups every run, so CI never meets a new example by chance.
+RANDOM_SETUPS = settings(max_examples=1000, deadline=None, derandomize=True,
                          suppress_health_check=[HealthCheck.filter_too_much])
 MODELS = [p.spec() for p in presets().values() if p.spec().n_layers >= 2]
 TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "mixed-bf16", "mixed-fp16", "fp8")
@@ -78,6 +79,11 @@ def setups(draw, training: bool | None = None) -> tuple:
     return spec, setup
 
 
+def _small_layers(spec, setup: Setup) -> bool:
+    """The biggest module is at most an eighth of what one pipeline stage holds."""
+    return spec.largest_layer_params * 8 * setup.layout.pp <= spec.total_params
+
+
 def _device(spec, setup: Setup) -> float:
     return estimate(spec, setup).required
 
@@ -98,7 +104,7 @@ def test_offloading_never_raises_gpu_memory(case):
     on = [setup.but(activation_offload=True)]
     if lay.zero or lay.fsdp:
         on.append(setup.but(offload_optimizer=True))
-    if lay.shards_params and spec.largest_layer_params * 8 <= spec.total_params:  # see below
+    if lay.shards_params and _small_layers(spec, setup):  # see below
         on.append(setup.but(offload_params=True))
     for offloaded in on:
         if _valid(spec, offloaded):
@@ -113,7 +119,7 @@ def test_more_sharding_never_raises_per_gpu_memory(case):
     assume(lay.fsdp is None and not lay.offload_optimizer and not lay.offload_params)
     # Exception, real: on a small model with a huge vocabulary (Gemma-2-2B: embedding 23 % of
     # the weights) ZeRO-3's gathered embedding and its gradient outweigh what sharding saves.
-    assume(spec.largest_layer_params * 8 <= spec.total_params)
+    assume(_small_layers(spec, setup))
     setup = setup.but(framework="deepspeed")  # ZeRO stages are one engine's: DeepSpeed's
     for higher in range(lay.zero + 1, 4):
         if not _valid(spec, setup.but(zero=higher)):
@@ -127,7 +133,7 @@ def test_more_sharding_never_raises_per_gpu_memory(case):
 def test_more_gpus_under_zero3_or_fsdp_never_raise_per_gpu_memory(case):
     spec, setup = case
     lay = setup.layout
-    assume(lay.n_gpus > 1 and spec.largest_layer_params * 8 <= spec.total_params)  # see above
+    assume(lay.n_gpus > 1 and _small_layers(spec, setup))  # see above
     if not lay.shards_params or lay.fsdp == "hybrid":
         setup = setup.but(zero=0, fsdp="full")
     more = setup.but(n_gpus=setup.layout.n_gpus * 2)
@@ -149,8 +155,9 @@ def test_recompute_never_raises_activations(case):
 def test_lora_never_needs_more_than_full_fine_tuning(case, precision, optimizer):
     # Exception, real: PEFT casts each adapter's input to its fp32 weights and keeps the copy,
     # so where full fine-tuning's gradients and optimizer state are sharded, offloaded, paged,
-    # freed in backward, split by TP/PP or pure 16-bit (no fp32 master), or smaller than the
-    # activations (a sub-1B model), LoRA's extra activations can outweigh them (checked with
+    # freed in backward, split by TP/PP or pure 16-bit (no fp32 master), or not well above the
+    # activations (a sub-1B model, tens of thousands of tokens a micro batch), LoRA's extra
+    # activations can outweigh them (checked with
     # saved-tensor hooks, test_activations.py). Where the choice of method matters, it holds.
     spec, setup = case
     assume(spec.total_params >= 1e9)
@@ -159,7 +166,7 @@ def test_lora_never_needs_more_than_full_fine_tuning(case, precision, optimizer)
                      offload_optimizer=False, offload_params=False, optimizer_in_backward=False)
     lora = full.but(method="lora")
     states = sum(model_states(spec, full).values())
-    assume(states >= block_bytes(spec, full) + logits_bytes(spec, full))
+    assume(states >= 2 * (block_bytes(spec, full) + logits_bytes(spec, full)))
     assert _device(spec, lora) <= _device(spec, full) * (1 + 1e-9)
 
 

@@ -69,3 +69,23 @@ def test_python_object_tags_are_read_as_plain_data(corpus):
 
 def test_states_nothing_for_unrelated_keys():
     assert shape_fields({"lr": 3e-4, "seed": 1, "devices": "auto", "batch_size": 0}) == {}
+
+
+def test_the_memory_knobs_frameworks_state_in_their_configs():
+    hf = shape_fields({"torch_compile": True, "use_liger_kernel": True,
+                       "optim": "paged_adamw_32bit", "gradient_checkpointing": True})
+    assert hf["compile"] is True and hf["loss"] == "fused" and hf["recompute"] == "full"
+    assert hf["optimizer"] == "paged_adamw"
+    torchtune = shape_fields({
+        "optimizer": {"_component_": "bitsandbytes.optim.PagedAdamW8bit", "lr": 2e-5},
+        "optimizer_in_bwd": True, "enable_activation_checkpointing": True,
+        "enable_activation_offloading": False, "compile": False,
+        "loss": {"_component_": "torchtune.modules.loss.CEWithChunkedOutputLoss"}})
+    assert torchtune["optimizer"] == "paged_adamw_8bit" and torchtune["optimizer_in_backward"]
+    assert torchtune["recompute"] == "full" and torchtune["activation_offload"] is False
+    assert torchtune["loss"] == "chunked" and torchtune["compile"] is False
+    torchtitan = shape_fields({"activation_checkpoint": {"mode": "selective",
+                                                         "selective_ac_option": "op"},
+                               "parallelism": {"context_parallel_degree": 2}})
+    assert torchtitan["recompute"] == "op" and torchtitan["cp"] == 2
+    assert shape_fields({"disable_gradient_checkpointing": True})["recompute"] == "none"

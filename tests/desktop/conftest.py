@@ -10,13 +10,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 pytest.importorskip("PySide6")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _plots_configured(qapp):
-    from desktop.app import configure_plots
-
-    configure_plots()
-
-
 @pytest.fixture(autouse=True)
 def _no_leftover_windows(qapp):
     """A test that leaves a visible top-level window behind fails (napari's rule)."""

@@ -60,7 +60,9 @@ def test_the_table_offers_the_menu_for_the_row_under_the_mouse(qtbot, lora_plan,
     table.addTopLevelItems([QTreeWidgetItem(["1"]), QTreeWidgetItem(["2"])])
     table.show()
     other = replace(plan, gpu="H100 SXM")
-    export_menu.attach(table, lambda: [plan, other], lambda: spec, lambda _: None)
+    plans = [plan, other]
+    export_menu.attach(table, lambda pos: plans[table.indexOfTopLevelItem(table.itemAt(pos))]
+                       if table.itemAt(pos) else None, lambda: spec, lambda _: None)
     assert table.contextMenuPolicy() == Qt.ContextMenuPolicy.CustomContextMenu
     second = table.visualItemRect(table.topLevelItem(1)).center()
     table.customContextMenuRequested.emit(second)
@@ -72,13 +74,3 @@ def test_the_table_offers_the_menu_for_the_row_under_the_mouse(qtbot, lora_plan,
     _actions(shown[0])[export_menu.TITLES["launch"]].trigger()
     shown[0].close()  # a click closes it; trigger() does not
     assert "x H100 SXM" in target.read_text()  # the second row's plan
-
-
-def test_the_wizards_plans_table_has_the_menu(qtbot, services):
-    from desktop.presenters.sizing_form import Draft
-    from desktop.sizing_services import sizing_for
-    from desktop.views.sizing.result_page import ResultPage
-
-    page = ResultPage(Draft(), sizing_for(services))
-    qtbot.addWidget(page)
-    assert page.plans_table.contextMenuPolicy() == Qt.ContextMenuPolicy.CustomContextMenu

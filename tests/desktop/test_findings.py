@@ -112,7 +112,7 @@ def test_findings_list_and_why(qtbot, services, findings, runs):
     for text in (spike.message, spike.cause, spike.remedy, "Likely cause.", "What to do.",
                  "Noise units", "50.6", "Median before", "1.579", "Recovered", "yes"):
         assert text in why, text
-    assert not findings.size_button.isVisible()
+    assert not findings.fix_button.isVisible()
 
 
 def test_a_clean_run_says_what_was_looked_for(qtbot, services, findings, runs):
@@ -281,6 +281,7 @@ def test_the_sizing_wizard_opens_from_the_fix_dialog(qtbot, window, runs):
     panel.table.selectRow(0)
     panel.fix_button.click()
     dialog = panel.fix_dialog
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=20_000)  # no search left running
     assert dialog.wizard_button.isEnabled()  # the window's wizard listens
     dialog.wizard_button.click()
     qtbot.waitUntil(lambda: getattr(window, "wizard", None) is not None)

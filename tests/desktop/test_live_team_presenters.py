@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.engine import make_url
 
 from core.shape import RunShape
+from core.status import live_status as live_status_of
 from desktop.presenters import live_status, watch_list
 from desktop.presenters.team_connection import Connection, copy_summary, database_label
+from tracker import liveness
 from tracker.db.runs import RunSummary
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -29,15 +31,15 @@ def test_live_status_from_what_the_log_says_and_how_long_it_is_silent():
     }
     for (stored, silent), shown in cases.items():
         last = None if silent is None else NOW - timedelta(seconds=silent)
-        assert live_status.live_status(stored, last, NOW, 600) == shown, (stored, silent)
+        assert live_status_of(stored, last, NOW, 600) == shown, (stored, silent)
 
 
 def test_apply_says_when_the_next_running_run_goes_stale():
     runs = [run("running", 100), run("unknown", 550), run("finished", 1), run("running", 700),
             run("unknown", 20, stored_s_ago=10)]  # the last: copied today, never seen growing
-    assert live_status.apply(runs, NOW, 600) == 50
+    assert liveness.apply(runs, NOW, 600) == 50
     assert [r.status for r in runs] == ["running", "running", "finished", "crashed?", "unknown"]
-    assert live_status.apply([run("finished", 1)], NOW, 600) is None
+    assert liveness.apply([run("finished", 1)], NOW, 600) is None
     assert live_status.cell("unknown") == "" and live_status.cell("crashed?") == "crashed?"
 
 

@@ -204,3 +204,10 @@ def test_the_ingest_report_hides_and_returns_from_the_view_menu(qtbot, window, s
     window.showMinimized()
     qtbot.wait(50)
     assert toggle.isChecked()
+
+
+def test_paths_another_launch_hands_over_are_ingested(qtbot, window, services):
+    sample = SAMPLES / "synthetic-llama3-8b-qlora-rtx4090.jsonl"
+    with qtbot.waitSignal(services.sig_ingest_finished, timeout=60_000) as blocker:
+        window.open_paths([str(sample)])
+    assert [r.status for r in blocker.args[0].results] == ["ingested"]

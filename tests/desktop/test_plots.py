@@ -76,6 +76,22 @@ def test_smoothing_draws_the_ema_over_a_faint_raw_curve(qtbot, panel, services, 
     assert raw and np.array_equal(raw[0].getData()[1], stored.values)
 
 
+def test_panels_scrolled_out_of_sight_skip_pans_until_seen(qtbot, panel, services, runs):
+    panel.resize(900, 300)  # room for about two of the panels
+    _select(qtbot, panel, services, [runs[FSDP]])
+    assert len(panel.panels) > 3
+    qtbot.waitUntil(lambda: panel.panels[0].parked is False and panel.panels[-1].parked)
+    last = panel.panels[-1]
+    before = [item.curve.getData()[0].copy() for item in last.items]
+    panel.panels[0].plot.setXRange(1000, 1200, padding=0)
+    assert [len(item.curve.getData()[0]) for item in last.items] == [len(x) for x in before]
+    bar = panel.scroll.verticalScrollBar()
+    bar.setValue(bar.maximum())
+    qtbot.waitUntil(lambda: not last.parked)
+    x = last.items[0].curve.getData()[0]
+    assert x.min() >= 1000 - 200 and x.max() <= 1200 + 200  # caught up with the pan (clipped)
+
+
 def test_eval_loss_overlays_the_loss_panel(qtbot, panel, services, runs):
     _select(qtbot, panel, services, [runs[FSDP]])
     loss = panel.spec.panels[0]

@@ -19,8 +19,10 @@ from desktop.presenters import (
     run_columns,
     shape_fields,
 )
-from tracker.db.runs import RunSummary, SeriesInfo
+from tracker.db.runs import RunSummary
+from tracker.fields import peak_gib
 from tracker.ingest import FileResult, IngestReport
+from tracker.model import SeriesInfo
 
 
 def _series(name, steps, values, walls=None):
@@ -66,6 +68,23 @@ def test_smoothing_applies_to_noisy_measurements_only():
         (0.5 * 5 * 0.5 + 0.5 * 1) / (1 - 0.25))
     assert loss.curves[1].smooth is None  # the eval overlay
     assert lr.curves[0].smooth is None  # a schedule is exact
+
+
+def test_each_curve_is_smoothed_once_while_its_data_stays():
+    loss = _series("loss", range(5), [5, 1, 5, 1, 5])
+    a, b = _run(1, "a", loss=loss), _run(2, "b", loss=_series("loss", range(3), [2, 1, 2]))
+    cache = plot_data.SmoothingCache()
+    first = plot_data.build([a], ["loss"], smoothing=0.5, cache=cache).panels[0].curves[0].smooth
+    again = plot_data.build([a, b], ["loss"], smoothing=0.5, cache=cache).panels[0].curves
+    assert again[0].smooth is first  # another run selected: the first is not smoothed again
+    reloaded = _run(1, "a", loss=_series("loss", range(5), [5, 1, 5, 1, 4]))
+    fresh = plot_data.build([reloaded], ["loss"], smoothing=0.5, cache=cache).panels[0].curves[0]
+    assert fresh.smooth is not first and fresh.smooth[-1] != first[-1]  # new data, new smoothing
+    heavier = plot_data.build([reloaded], ["loss"], smoothing=0.9, cache=cache).panels[0].curves[0]
+    assert heavier.smooth[1] != fresh.smooth[1]  # another weight is another curve
+    plot_data.build([b], ["loss"], smoothing=0.9, cache=cache)
+    assert plot_data.build([reloaded], ["loss"], smoothing=0.9,
+                           cache=cache).panels[0].curves[0].smooth is not heavier  # forgotten
 
 
 def test_nan_and_inf_are_marked_at_the_last_finite_value():
@@ -140,7 +159,8 @@ def _summary(run_id=1, **kw):
 
 
 def _info(name, last=None, minimum=None, maximum=None, last_step=100):
-    return SeriesInfo(1, name, name, 10, 0, last_step, minimum, maximum, last, None)
+    return SeriesInfo(10, 0, last_step, minimum, maximum, last, None, id=1, name=name,
+                      original_name=name)
 
 
 def test_columns_read_summaries_without_points():
@@ -163,8 +183,8 @@ def test_columns_read_summaries_without_points():
 def test_peak_memory_prefers_allocated():
     both = _summary(series={"mem_peak_gib": _info("mem_peak_gib", maximum=58.0),
                             "mem_reserved_gib": _info("mem_reserved_gib", maximum=66.0)})
-    assert run_columns.peak_memory(both) == 58.0
-    assert run_columns.peak_memory(_summary()) is None
+    assert peak_gib(both) == 58.0
+    assert peak_gib(_summary()) is None
 
 
 def test_model_label():

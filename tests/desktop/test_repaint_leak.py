@@ -1,4 +1,4 @@
-"""Guard against the PySide6 6.12.0 + pyqtgraph crash (DESIGN.md, "Known dependency traps").
+"""Guard against the PySide6 6.12.0 + pyqtgraph crash (docs/design.md, "Known dependency traps").
 
 With that release every plot repaint drops references to None and True until
 Python aborts (``none_dealloc``) after about 2,000 repaints. A dependency

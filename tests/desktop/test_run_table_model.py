@@ -8,8 +8,9 @@ from PySide6.QtCore import Qt
 from core.shape import RunShape
 from desktop.models.run_table_model import RUN_ID_ROLE, RunFilterProxy, RunTableModel
 from desktop.presenters.run_columns import COLUMN_INDEX, COLUMNS
-from tracker.db.runs import RunSummary, SeriesInfo
+from tracker.db.runs import RunSummary
 from tracker.ingest import ingest
+from tracker.model import SeriesInfo
 
 
 @pytest.fixture
@@ -93,8 +94,9 @@ def _synthetic(n: int) -> list[RunSummary]:
     for i in range(n):
         series = {}
         if i % 3:
-            series["loss"] = SeriesInfo(i, "loss", "loss", 100, 1, 100 + i, 1.0 + i % 7, 9.0,
-                                        1.5 + (i * 37 % 101) / 100, None)
+            series["loss"] = SeriesInfo(100, 1, 100 + i, 1.0 + i % 7, 9.0,
+                                        1.5 + (i * 37 % 101) / 100, None, id=i, name="loss",
+                                        original_name="loss")
         shape = RunShape(model=f"org/model-{i % 11}", n_gpus=(i % 8) or None, method="lora")
         runs.append(RunSummary(id=i + 1, name=f"run-{i:05d}",
                                format=("hf_trainer", "lightning")[i % 2], source_path=f"/runs/{i}",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete
 
-from core.diagnostics import RULES, Rule
+from core.diagnostics.rules import RULES, Rule
 from tracker import diagnose as diagnostics
 from tracker.cli import main
 from tracker.db.schema import FindingRow
@@ -62,7 +62,7 @@ def test_a_failing_rule_is_logged_and_the_others_still_report(store, tmp_path, m
     def broken(run):
         raise ValueError("a detector bug")
 
-    monkeypatch.setattr("core.diagnostics.RULES", (Rule("broken", broken, {}),) + RULES)
+    monkeypatch.setattr("core.diagnostics.rules.RULES", (Rule("broken", broken, {}),) + RULES)
     run_id = ingested(store, write_run(tmp_path / "nan.jsonl", range(1, 51), nan_from=30))
     assert [f.kind for f in store.findings(run_id)] == ["loss_nan"]
     assert "diagnostic rule 'broken' failed" in caplog.text

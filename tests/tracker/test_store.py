@@ -8,7 +8,7 @@ from sqlalchemy import inspect, text
 
 from core.runlog import RunLog
 from tracker.db import series as series_store
-from tracker.db.engine import SchemaError, current_revision
+from tracker.db.engine import SchemaError, _alembic_config, current_revision, head_revision
 from tracker.store import RunNotFound, Store
 
 
@@ -23,6 +23,13 @@ def _save(store: Store, log: RunLog, key: str = "/x/log.jsonl") -> int:
     with store.session() as s:
         run_id, _ = runs.save(s, log, key, f"hash-{key}", [], None)
     return run_id
+
+
+def test_the_head_read_without_alembic_is_alembics(store):
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(_alembic_config(store.engine)).get_current_head()
+    assert head_revision() == head == current_revision(store.engine)
 
 
 def test_new_database_is_migrated_and_indexed(store):

@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "check": "check",
     "fix": "fix",
     "fit": "fit",
+    "plan": "plan",
+    "watch": "watch",
 }
 
 

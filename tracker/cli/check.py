@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.metrics import MARGIN
 from tracker.cli._output import fail, print_json, print_table
 
 
@@ -31,7 +32,7 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--seq", type=_count, metavar="S", help="sequence length, where it does not say")
     p.add_argument("--framework", metavar="NAME",
                    help="whose defaults fill what the config leaves unsaid (default: its format's)")
-    p.add_argument("--margin", type=float, default=0.15, help="free fraction to keep")
+    p.add_argument("--margin", type=float, default=MARGIN, help="free fraction to keep")
     p.add_argument("--no-history", action="store_true", help="skip the calibrated prediction")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(handler=run)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from core.diagnostics import title
 from tracker.cli._output import fail, find_run, open_store, print_json, print_table
 
 
@@ -24,6 +23,8 @@ def add_parser(sub, parents) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core.diagnostics import title
+
     store = open_store(args.db)
     if args.all:
         runs = store.runs()

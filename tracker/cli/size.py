@@ -13,8 +13,8 @@ from argparse import BooleanOptionalAction
 from pathlib import Path
 
 from core.memory.frameworks import FRAMEWORKS
-from core.memory.setup import LOSSES
-from core.shape import RECOMPUTE
+from core.metrics import MARGIN
+from core.shape import LOSSES, RECOMPUTE
 from tracker.cli._output import fail, print_json, print_table
 
 OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -103,7 +103,7 @@ def add_parser(sub, parents) -> None:
                    help="with --export: the plan numbered N in the plans table")
     p.add_argument("-o", "--output", metavar="PATH", type=Path,
                    help="with --export: write the config to PATH")
-    p.add_argument("--margin", type=_fraction, default=0.15, help="free fraction to keep")
+    p.add_argument("--margin", type=_fraction, default=MARGIN, help="free fraction to keep")
     p.add_argument("--no-history", action="store_true", help="skip the calibrated prediction")
     p.add_argument("--list-models", action="store_true", help="list model presets and exit")
     p.add_argument("--list-gpus", action="store_true", help="list the GPU catalog and exit")

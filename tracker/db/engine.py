@@ -7,14 +7,22 @@ reader never waits for an ingest and a killed process leaves it consistent.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, create_engine, event, inspect, text
+if TYPE_CHECKING:  # SQLAlchemy loads with the engine: finding the URL needs none of it
+    from sqlalchemy import Engine
 
-MIGRATIONS = Path(__file__).with_name("migrations")
+# Alembic's own "package:folder" form, found through importlib.resources once installed.
+MIGRATIONS = "tracker.db:migrations"
+# `revision = "0002"` or `down_revision: str | None = "0001"` in a revision file.
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\b[^=\n]*=\s*(.+?)\s*$", re.MULTILINE)
 CONNECT_TIMEOUT_S = 10
 
 
@@ -56,6 +64,8 @@ def display_url(url: str) -> str:
 
 def make_engine(url: str) -> Engine:
     """An engine with SQLite tuned for a desktop app (WAL, foreign keys, busy wait)."""
+    from sqlalchemy import create_engine, event
+
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -80,27 +90,52 @@ def _alembic_config(engine: Engine):
     from alembic.config import Config
 
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("script_location", MIGRATIONS)
     config.attributes["engine"] = engine
     return config
 
 
 def current_revision(engine: Engine) -> str | None:
     """The schema revision stamped in the database, or None for an empty one."""
+    from sqlalchemy import inspect, text
+
     with engine.connect() as conn:
         if not inspect(conn).has_table("alembic_version"):
             return None
         return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
+def head_revision() -> str | None:
+    """The newest revision of ``migrations/versions``, read without Alembic.
+
+    Importing Alembic costs about 0.2 s, paid at every start only to learn that the
+    schema is current. None when the files do not show one head: then Alembic decides.
+    """
+    revisions, parents = set(), set()
+    for path in (resources.files("tracker.db") / "migrations" / "versions").iterdir():
+        if not path.name.endswith(".py"):
+            continue
+        found = dict(_REVISION_LINE.findall(path.read_text(encoding="utf-8")))
+        try:
+            revision, down = (ast.literal_eval(found[k]) for k in ("revision", "down_revision"))
+        except (KeyError, ValueError, SyntaxError):
+            return None
+        revisions.add(revision)
+        parents.update(down if isinstance(down, tuple) else (down,))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
 def schema_state(engine: Engine) -> str:
     """"empty", "current", "older" (upgraded on open) or "newer" (written by a newer Headroom)."""
-    from alembic.script import ScriptDirectory
-
-    script = ScriptDirectory.from_config(_alembic_config(engine))
     current = current_revision(engine)
     if current is None:
         return "empty"
+    if current == head_revision():
+        return "current"
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic_config(engine))
     if current == script.get_current_head():
         return "current"
     return "older" if current in {rev.revision for rev in script.walk_revisions()} else "newer"
@@ -114,10 +149,10 @@ def upgrade(engine: Engine) -> None:
     process at a time: two processes opening a brand-new database at once
     would both create its tables ("table run already exists").
     """
-    from alembic import command
-
     if schema_state(engine) == "current":
         return
+    from alembic import command
+
     with _migration_lock(engine):
         state = schema_state(engine)  # another process may have migrated it meanwhile
         if state == "current":
@@ -142,6 +177,8 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
             _lock_file(stack, Path(f"{engine.url.database}-migrate.lock"))
         elif engine.dialect.name == "postgresql":
+            from sqlalchemy import text
+
             conn = stack.enter_context(engine.connect())
             conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _PG_LOCK_KEY})
             stack.callback(conn.commit)

@@ -6,15 +6,17 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from core.runlog import RunLog
 from core.shape import RunShape
-from tracker.db import series as series_store
 from tracker.db.schema import CheckpointRow, EventRow, Run, RunTag, SeriesRow, SourceFile
+from tracker.model import SeriesInfo
+
+if TYPE_CHECKING:  # listing runs (summaries) needs neither numpy nor the series codec
+    from core.runlog import RunLog
 
 # Fields the user corrected in the app win over what a re-read log says.
 USER_SOURCE = "user"
@@ -30,22 +32,6 @@ class SourceStat:
     size: int
     mtime: float
     sha256: str
-
-
-@dataclass(frozen=True)
-class SeriesInfo:
-    """A stored series' summary statistics."""
-
-    id: int
-    name: str
-    original_name: str
-    count: int
-    first_step: int | None
-    last_step: int | None
-    min: float | None
-    max: float | None
-    last: float | None
-    first_nonfinite_step: int | None
 
 
 @dataclass
@@ -164,6 +150,8 @@ def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _save_series(session: Session, run_id: int, log: RunLog) -> int:
+    from tracker.db import series as series_store
+
     stored = {
         row.name: row
         for row in session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars()
@@ -238,7 +226,9 @@ def summaries(session: Session, run_ids: list[int] | None = None,
         tags[run_id].append(tag)
     infos: dict[int, dict[str, SeriesInfo]] = defaultdict(dict)
     for row in session.execute(_only(select(*_SERIES_COLUMNS), SeriesRow.run_id, run_ids)):
-        infos[row[0]][row[2]] = SeriesInfo(*row[1:])
+        series_id, name, original, *stats = row[1:]
+        infos[row[0]][row[2]] = SeriesInfo(*stats, id=series_id, name=name,
+                                           original_name=original)
     return [
         RunSummary(
             id=r.id, name=r.name, format=r.format, source_path=r.source_path,

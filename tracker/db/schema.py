@@ -170,3 +170,34 @@ class FindingRow(SQLModel, table=True):
     cause: str = ""
     remedy: str = ""
     evidence: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class ProjectRow(SQLModel, table=True):
+    """A planned project as its TOML text: the one truth the app edits and the CLI reads."""
+
+    __tablename__ = "project"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+    source: str  # the project's TOML
+    # The folder of the file it was imported from: relative config.json paths are found there.
+    base_dir: str = ""
+    created_at: datetime
+    updated_at: datetime
+
+
+class ProjectLinkRow(SQLModel, table=True):
+    """A stored run linked to a stage of a project: the stage's pilot, or its own run."""
+
+    __tablename__ = "project_link"
+    __table_args__ = (UniqueConstraint("project_id", "variant", "stage", "run_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(sa_column=_fk("project"))
+    variant: str
+    stage: str
+    run_id: int = Field(sa_column=_fk("run"))
+    role: str  # "pilot" or "run"
+    # The pool card it ran on, when its shape does not name one (a CPU pilot, an old log).
+    card: str | None = None
+    linked_at: datetime

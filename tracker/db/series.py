@@ -7,7 +7,6 @@ A million-point series is 16 rows of raw little-endian arrays, written with one
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import delete, insert, select
@@ -15,23 +14,11 @@ from sqlalchemy.orm import Session
 
 from core.runlog import Series
 from tracker.db.schema import SeriesChunk, SeriesRow
+from tracker.model import Summary
 
 CHUNK = 1 << 16
 _STEP = np.dtype("<i8")
 _VALUE = np.dtype("<f8")
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What the runs table needs of a series, without reading its points."""
-
-    count: int
-    first_step: int | None
-    last_step: int | None
-    min: float | None
-    max: float | None
-    last: float | None
-    first_nonfinite_step: int | None
 
 
 def summarize(steps: np.ndarray, values: np.ndarray) -> Summary:

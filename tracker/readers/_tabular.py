@@ -45,6 +45,9 @@ MAX_COLUMNS = 10_000
 # A text cell that is a number, as logs write them (thousands separators, nan, inf).
 _NUMBER = (r"^\s*[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
            r"|^\s*[-+]?(nan|inf|infinity)\s*$")
+# JSON lines shorter than this are parsed line by line in Python: importing pyarrow (and the
+# pandas and pyarrow.compute its conversions load) takes longer than parsing them (~0.4 s).
+SMALL_JSONL = 256 * 1024
 
 
 @dataclass
@@ -97,6 +100,8 @@ def jsonl_columns(data: bytes) -> dict[str, Column]:
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
     check_depth(data)
+    if len(data) < SMALL_JSONL:
+        return _with_lines(rows_to_columns(jsonl_rows(data)), lambda row: jsonl_line(data, row))
     table = _arrow_json(data)
     if table is None and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
@@ -185,9 +190,11 @@ def _flat_items(row: dict[str, Any], prefix: str = ""):
 def jsonl_file_columns(path: Path) -> dict[str, Column]:
     """:func:`jsonl_columns` of a file, parsed in place (memory-mapped) when pyarrow takes it
     whole; a file it refuses is read for the line-by-line parse that names what is wrong."""
+    _text_head(path, "JSON lines")
+    if path.stat().st_size < SMALL_JSONL:
+        return jsonl_columns(path.read_bytes())
     import pyarrow as pa
 
-    _text_head(path, "JSON lines")
     check_file_depth(path)
     with pa.memory_map(str(path)) as source:
         table = _arrow_json(source)

@@ -1,4 +1,4 @@
-"""Headroom JSONL: the format Headroom's own recorders write (DESIGN.md).
+"""Headroom JSONL: the format Headroom's own recorders write (docs/design.md).
 
 The first line describes the run (name, start, shape, config); every other line
 is one step's metrics, or a checkpoint, event or end-of-run summary record.

@@ -44,6 +44,8 @@ def model_facts(model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         shape["attention"] = attention_kind(getattr(hf_config, "_attn_implementation", None))
         config["model_config"] = as_dict
     shape.update(_parameter_facts(model))
+    if type(model).__name__ == "OptimizedModule":  # torch.compile's wrapper
+        shape["compile"] = True
     peft = getattr(model, "peft_config", None)
     if isinstance(peft, dict) and peft:
         adapter = next(iter(peft.values()))

@@ -1,4 +1,4 @@
-"""The one Headroom JSONL writer that every recorder uses (format in DESIGN.md).
+"""The one Headroom JSONL writer that every recorder uses (format in docs/design.md).
 
 Each record is one line, flushed as soon as it is written, so a crash loses at
 most the line being written and a reader following the file sees each step at

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QFileDialog, QMenu, QTreeWidget, QWidget
+from PySide6.QtWidgets import QFileDialog, QMenu, QTreeView, QWidget
 
 from core.export import FORMATS, Export, ExportError, Target, export
 from core.memory import ModelSpec
@@ -24,14 +24,13 @@ TITLES = {"hf": "Hugging Face TrainingArguments (JSON)", "accelerate": "accelera
           "launch": "Launch Lines (torchrun, accelerate)"}
 
 
-def attach(table: QTreeWidget, plans: Callable[[], list[Plan]],
+def attach(table: QTreeView, plan_at: Callable[[QPoint], Plan | None],
            spec: Callable[[], ModelSpec | None], status: Callable[[str], None]) -> None:
-    """Right-click on a row of ``table`` (row n is ``plans()[n]``) offers Export as…."""
+    """Right-click on a plan of ``table`` (``plan_at`` says which) offers Export as…."""
     def open_menu(pos: QPoint) -> None:
-        row = table.indexOfTopLevelItem(table.itemAt(pos))
-        shown, model = plans(), spec()
-        if 0 <= row < len(shown) and model is not None:
-            opened = menu(table, model, shown[row], status)
+        plan, model = plan_at(pos), spec()
+        if plan is not None and model is not None:
+            opened = menu(table, model, plan, status)
             opened.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             opened.popup(table.viewport().mapToGlobal(pos))
 

@@ -38,7 +38,9 @@ class HardwarePage(DraftPage):
         self.table = _gpu_table()
         self.recommend = QCheckBox("Recommend GPUs and a layout for me\n(search the whole catalog)")
         self.spins = {"per_node": _spin(1, 72), "nodes": _spin(1, 512), "tp": _spin(1, 64),
-                      "pp": _spin(1, 128), "max_gpus": _spin(1, 512)}
+                      "pp": _spin(1, 128)}
+        self.budget = _spin(0, 4096)
+        self.budget.setSpecialValueText("as needed")  # 0: as many GPUs as the job needs
         self.margin = QSpinBox(minimum=0, maximum=50, suffix=" %")
         self.sharding = QComboBox()
         for value, text in SHARDING.items():
@@ -49,6 +51,7 @@ class HardwarePage(DraftPage):
         self.recommend.toggled.connect(self._changed)
         self.sharding.currentIndexChanged.connect(self._changed)
         self.margin.valueChanged.connect(self._changed)
+        self.budget.valueChanged.connect(self._changed)
         for spin in self.spins.values():
             spin.valueChanged.connect(self._changed)
 
@@ -66,7 +69,7 @@ class HardwarePage(DraftPage):
         form.addRow("Tensor parallel (TP):", self.spins["tp"])
         form.addRow("Pipeline parallel (PP):", self.spins["pp"])
         form.addRow("Keep free (margin):", self.margin)
-        form.addRow("GPU budget for plans:", self.spins["max_gpus"])
+        form.addRow("GPU budget for plans:", self.budget)
         self.sharding.setFixedWidth(FIELD_WIDTH - 80)
         self.recommend.setStyleSheet("font-weight: 600;")
         side = QVBoxLayout()
@@ -79,7 +82,7 @@ class HardwarePage(DraftPage):
             "at every layer: keep it inside an NVLink node; over PCIe it is often slower than "
             "one GPU. PP splits the layers into stages and idles in its bubbles.<br><br>"
             "Keep 15–20 % of the card free: allocator fragmentation and spikes need it.")), 1)
-        row = QHBoxLayout(self)
+        row = QHBoxLayout(self.scrolling_body())
         row.addWidget(self.table, 1)
         row.addSpacing(8)
         side_widget = QWidget()
@@ -103,9 +106,10 @@ class HardwarePage(DraftPage):
         self.sharding.blockSignals(True)
         self.sharding.setCurrentIndex(max(self.sharding.findData(d.sharding), 0))
         self.sharding.blockSignals(False)
-        self.margin.blockSignals(True)
-        self.margin.setValue(round(d.margin * 100))
-        self.margin.blockSignals(False)
+        for spin, value in ((self.margin, round(d.margin * 100)), (self.budget, d.max_gpus or 0)):
+            spin.blockSignals(True)
+            spin.setValue(value)
+            spin.blockSignals(False)
         self.recommend.setChecked(d.recommend)
         self._changed()
 
@@ -129,6 +133,7 @@ class HardwarePage(DraftPage):
         d.sharding = self.sharding.currentData()
         d.recommend = self.recommend.isChecked()
         d.margin = self.margin.value() / 100
+        d.max_gpus = self.budget.value() or None
         self.table.setEnabled(not d.recommend)
         self.total.setText(f"= {d.n_gpus} GPU{'s' if d.n_gpus != 1 else ''}")
         self.refresh()

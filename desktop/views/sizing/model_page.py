@@ -1,8 +1,12 @@
-"""Wizard page 1: the model, from a preset, a config.json, a recorded run or a parameter count.
+"""Wizard page 1: the question, and the model from a preset, a config.json, a run or a count.
 
-A config.json is counted on torch's meta device in the pool (importing
-transformers takes seconds); Next waits for the count. Whatever the source,
-the page shows what it resolved to, and which preset a bare count borrowed.
+The question is either "how much memory will my run need, and on which
+GPUs?" or "what can my card run?" (the cards named here; the wizard then
+skips the hardware page). A config.json is counted on torch's meta device in
+the pool (importing transformers takes seconds); Next waits for the count.
+Whatever the source, the page shows what it resolved to, and which preset a
+bare count borrowed. The last model chosen (not a recorded run: those belong
+to the database) comes back at the next opening.
 """
 
 from __future__ import annotations
@@ -22,29 +26,47 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QRadioButton,
+    QSpinBox,
     QVBoxLayout,
 )
 
+from core.gpus import catalog
 from core.memory import ModelSpec
 from core.models import ModelError, from_params, parse_count, preset, presets
-from desktop.presenters.sizing_form import Draft, model_problem, parameter_parts
+from desktop.presenters.sizing_form import (
+    DEFAULT_PRESET,
+    MODES,
+    SOURCES,
+    Draft,
+    model_problem,
+    parameter_parts,
+)
 from desktop.presenters.sizing_report import hardware_line, setup_line
 from desktop.sizing_services import RunInputs, SizingServices
 from desktop.views.sizing.page import FIELD_WIDTH, DraftPage, hint_label
 from desktop.widgets.drop import local_paths
 
-DEFAULT_PRESET = "llama-3.1-8b"
+NO_RUNS = "No recorded run states enough of its shape yet"
 SOURCES_SAID = {"run shape": "Architecture as the run's log states it"}
 
 
 class ModelPage(DraftPage):
     def __init__(self, draft: Draft, sizing: SizingServices) -> None:
-        super().__init__(draft, "Model", "Which model will the run train or serve?")
+        super().__init__(draft, "Model", "What you want to know, and which model will "
+                                         "the run train or serve")
         self._sizing = sizing
         self._error = ""
         self._counting = 0  # generation of the config being counted (0: none)
         self._generation = 0
         self._runs: list[RunInputs] = []
+        self.modes = {key: QRadioButton(text) for key, text in MODES.items()}
+        self.mode_group = QButtonGroup(self)
+        for radio in self.modes.values():
+            self.mode_group.addButton(radio)
+        self.card_combo = QComboBox()
+        for name in catalog():
+            self.card_combo.addItem(name, name)
+        self.card_count = QSpinBox(minimum=1, maximum=512)
         self.radios = {key: QRadioButton(text) for key, text in (
             ("preset", "A preset"), ("config", "A Hugging Face config.json"),
             ("run", "A recorded run's shape"), ("params", "A parameter count"))}
@@ -54,17 +76,40 @@ class ModelPage(DraftPage):
         self.preset_combo = _preset_combo()
         self.config_path = QLineEdit(placeholderText="Drop a config.json or its folder here")
         self.browse = QPushButton("Browse…")
-        self.run_combo = QComboBox(placeholderText="No recorded run with a usable shape yet")
+        self.run_combo = QComboBox(placeholderText=NO_RUNS, enabled=False)
         self.params_edit = QLineEdit(placeholderText="e.g. 7B, 350M or 1.5e9")
         self.resolved = QLabel(wordWrap=True, objectName="resolved")
         self.resolved.setMinimumHeight(64)
         self._layout()
+        self._restore_mode()
         self._connect()
         self.setAcceptDrops(True)
-        self.radios["preset"].setChecked(True)
+        self._restore()
         sizing.load_sizable_runs(self._on_runs)
 
     def _layout(self) -> None:
+        layout = QVBoxLayout(self.scrolling_body())
+        layout.addWidget(QLabel("<b>What do you want to know?</b>"))
+        layout.addWidget(self.modes["size"])
+        card = QHBoxLayout()
+        card.addWidget(self.modes["card"])
+        card.addWidget(self.card_combo)
+        card.addWidget(QLabel("×"))
+        card.addWidget(self.card_count)
+        card.addStretch(1)
+        layout.addLayout(card)
+        layout.addSpacing(10)
+        layout.addWidget(QLabel("<b>Which model?</b>"))
+        layout.addLayout(self._sources())
+        layout.addSpacing(12)
+        layout.addWidget(self.resolved)
+        layout.addWidget(self.problem)
+        layout.addStretch(1)
+        layout.addWidget(hint_label(
+            "A bare parameter count borrows the architecture of the nearest preset; a config.json "
+            "gives the exact architecture and, built on the meta device, the exact count."))
+
+    def _sources(self) -> QGridLayout:
         grid = QGridLayout()
         grid.setColumnStretch(2, 1)  # the fields stay readable-wide, not window-wide
         config = QHBoxLayout()
@@ -79,23 +124,53 @@ class ModelPage(DraftPage):
             else:
                 field.setMinimumWidth(FIELD_WIDTH * 2)
                 grid.addWidget(field, row, 1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(grid)
-        layout.addSpacing(12)
-        layout.addWidget(self.resolved)
-        layout.addWidget(self.problem)
-        layout.addStretch(1)
-        layout.addWidget(hint_label(
-            "A bare parameter count borrows the architecture of the nearest preset; a config.json "
-            "gives the exact architecture and, built on the meta device, the exact count."))
+        return grid
 
     def _connect(self) -> None:
+        self.mode_group.buttonToggled.connect(self._on_mode)
+        self.card_combo.currentIndexChanged.connect(self._on_mode)
+        self.card_count.valueChanged.connect(self._on_mode)
         self.group.buttonToggled.connect(lambda _b, on: on and self._resolve())
+        self.radios["run"].toggled.connect(self._first_run)
         self.preset_combo.activated.connect(lambda: self._use("preset"))
         self.run_combo.activated.connect(lambda: self._use("run"))
         self.params_edit.textEdited.connect(lambda: self._use("params"))
         self.config_path.editingFinished.connect(lambda: self._use("config"))
         self.browse.clicked.connect(self._browse)
+
+    def _restore_mode(self) -> None:
+        """The question of the last opening (before the widgets report their changes)."""
+        d = self.draft
+        self.modes[d.mode].setChecked(True)
+        self.card_combo.setCurrentIndex(max(self.card_combo.findData(d.card_gpu().name), 0))
+        self.card_count.setValue(d.card_count)
+        self._on_mode()
+
+    def _restore(self) -> None:
+        """The model of the last opening (a config.json only if it is still there)."""
+        d = self.draft
+        source, value = d.source, d.source_value
+        if source == "config" and not _config_file(Path(value).expanduser()).is_file():
+            source, value = "preset", DEFAULT_PRESET
+        if source == "preset" and self.preset_combo.findData(value) >= 0:
+            self.preset_combo.setCurrentIndex(self.preset_combo.findData(value))
+        widget = {"params": self.params_edit, "config": self.config_path}.get(source)
+        if widget is not None:
+            widget.setText(value)
+        self.radios[source].setChecked(True)  # resolves through buttonToggled
+
+    def _on_mode(self, *_args) -> None:
+        d = self.draft
+        d.mode = "card" if self.modes["card"].isChecked() else "size"
+        d.card, d.card_count = self.card_combo.currentData(), self.card_count.value()
+        self.card_combo.setEnabled(d.mode == "card")
+        self.card_count.setEnabled(d.mode == "card")
+
+    def _first_run(self, on: bool) -> None:
+        """Choosing "a recorded run" picks the latest one until the user picks another."""
+        if on and self.run_combo.currentIndex() < 0 and self.run_combo.count():
+            self.run_combo.setCurrentIndex(0)
+            self._resolve()
 
     # ---- Public API
 
@@ -113,9 +188,11 @@ class ModelPage(DraftPage):
         except ValueError as err:
             self._show(None, "", str(err))
             return
+        self.modes["size"].setChecked(True)
         if self.run_combo.findData(run_id) < 0:
             self.run_combo.addItem(inputs.name, run_id)
             self._runs.append(inputs)
+        self.run_combo.setEnabled(True)
         self.run_combo.setCurrentIndex(self.run_combo.findData(run_id))
         self._use("run")
 
@@ -166,7 +243,7 @@ class ModelPage(DraftPage):
             self._show(None, "")
             return
         path = Path(text).expanduser()
-        if not (path / "config.json" if path.is_dir() else path).is_file():
+        if not _config_file(path).is_file():
             raise ModelError(f"no config.json at {path}")
         generation = self._counting = self._generation
         self._show(None, "")
@@ -184,8 +261,13 @@ class ModelPage(DraftPage):
 
     def _show(self, spec: ModelSpec | None, origin: str, error: str = "") -> None:
         self.draft.spec, self.draft.origin, self._error = spec, origin, error
-        if self.source() != "run":
+        source = self.source()
+        if source != "run":
             self.draft.run_id = None
+        if spec is not None and source in SOURCES:
+            self.draft.source, self.draft.source_value = source, {
+                "preset": self.preset_combo.currentData(), "params": self.params_edit.text(),
+                "config": self.config_path.text()}[source].strip()
         text = _describe(spec) if spec else ""
         if spec and self.source() == "run":
             text += (f"<p><b>The run's setup fills the next pages</b>: "
@@ -207,6 +289,13 @@ class ModelPage(DraftPage):
         self.run_combo.clear()
         for r in self._runs:
             self.run_combo.addItem(r.name, r.run_id)
+        n = len(self._runs)
+        # A placeholder shows while nothing is chosen, so it must not say "none" over a list.
+        self.run_combo.setPlaceholderText(f"Choose one of {n} recorded run{'s' * (n > 1)}"
+                                          if n else NO_RUNS)
+        self.run_combo.setEnabled(bool(n))
+        self.radios["run"].setText(f"A recorded run's shape ({n} usable)" if n
+                                   else "A recorded run's shape")
         if chosen is not None:
             self.run_combo.setCurrentIndex(self.run_combo.findData(chosen))
 
@@ -253,6 +342,10 @@ def _describe(spec: ModelSpec) -> str:
     rows = "".join(f"<tr><td>{name}</td><td>&nbsp;&nbsp;{html.escape(text)}</td></tr>"
                    for name, text in parameter_parts(spec))
     return "<br>".join(lines) + f"<p><b>Where the parameters are</b></p><table>{rows}</table>"
+
+
+def _config_file(path: Path) -> Path:
+    return path / "config.json" if path.is_dir() else path
 
 
 def _note(note: str) -> str:

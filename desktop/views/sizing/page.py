@@ -1,8 +1,17 @@
-"""What every wizard page shares: the draft it edits and an inline message that blocks Next."""
+"""What every wizard page shares: the draft it edits, an inline message that blocks Next, labels."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget, QWizardPage
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+    QWizardPage,
+)
 
 from desktop.presenters.sizing_form import Draft
 
@@ -24,6 +33,17 @@ class DraftPage(QWizardPage):
         self.problem = QLabel(wordWrap=True, objectName="problem")
         self.problem.setStyleSheet(PROBLEM_STYLE)
         self.problem.hide()
+
+    def scrolling_body(self) -> QWidget:
+        """A widget for the page's content that scrolls when the window is short."""
+        body = QWidget()
+        area = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        area.setWidget(body)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(area)
+        return body
 
     def problem_text(self) -> str:
         return ""
@@ -58,3 +78,30 @@ def hints_panel(*widgets: QWidget) -> QFrame:
         layout.addWidget(widget)
     layout.addStretch(1)
     return panel
+
+
+class FittedLabel(QLabel):
+    """Wrapped text that keeps the height its lines need at its width, and no more.
+
+    A wizard page does not grow for a label's wrapped lines, so the label asks
+    for them itself whenever its text or width changes.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(wordWrap=True, **kwargs)
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.fit()
+
+    def fit(self) -> None:
+        if self.width() > 0:
+            room = QRect(0, 0, self.width(), 1 << 16)
+            lines = self.fontMetrics().boundingRect(room, Qt.TextFlag.TextWordWrap, self.text())
+            self.setFixedHeight(lines.height() if self.text() else 0)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.fit()

@@ -1,8 +1,11 @@
 """The "Size my next run" wizard: four pages over one Draft, opened from the toolbar or a run.
 
 It is not modal: a click on a past run the calibrated figure leaned on shows
-that run in the main window while the wizard stays open. Once a result has
-been shown, the GPUs compared and the token budget are remembered for next time.
+that run in the main window while the wizard stays open. "What can my card
+run?" names the cards on the first page, so it skips the hardware page. The
+model and training choices are remembered whenever a page is left, and the
+GPUs compared once a result has been shown. It fits a 1280×800 screen: pages
+scroll when they need more room.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from desktop.views.sizing.model_page import ModelPage
 from desktop.views.sizing.result_page import ResultPage
 from desktop.views.sizing.training_page import TrainingPage
 
-SIZE = QSize(1200, 860)
+SIZE = QSize(1240, 740)  # within a 1280x800 screen, with the window's title bar
 
 
 class SizingWizard(QWizard):
@@ -35,26 +38,32 @@ class SizingWizard(QWizard):
         self.setOption(QWizard.WizardOption.NoBackButtonOnStartPage)
         self.resize(SIZE)
         self._settings = settings
-        self.draft = Draft(gpus=settings.sizing_gpus, tokens=settings.sizing_tokens)
+        self.draft = Draft(gpus=settings.sizing_gpus)
+        self.draft.recall(settings.sizing_choices)
         sizing = sizing_for(services)
         sizing.calibration()  # fit now, so it is ready by the last page
         self.model_page = ModelPage(self.draft, sizing)
         self.training_page = TrainingPage(self.draft)
         self.hardware_page = HardwarePage(self.draft)
         self.result_page = ResultPage(self.draft, sizing)
-        for page in (self.model_page, self.training_page, self.hardware_page, self.result_page):
-            self.addPage(page)
+        self.ids = {page: self.addPage(page) for page in (
+            self.model_page, self.training_page, self.hardware_page, self.result_page)}
         self.result_page.sig_open_run.connect(self.sig_open_run)
         self.currentIdChanged.connect(self._remember)
         if run_id is not None:
             self.model_page.start_from_run(run_id)
+
+    def nextId(self) -> int:
+        if self.currentPage() is self.training_page and self.draft.mode == "card":
+            return self.ids[self.result_page]  # the cards were named on the first page
+        return super().nextId()
 
     def done(self, result: int) -> None:
         self._remember()
         super().done(result)
 
     def _remember(self) -> None:
-        if self.currentPage() is self.result_page:
-            if not self.draft.recommend:
-                self._settings.sizing_gpus = self.draft.gpus
-            self._settings.sizing_tokens = self.draft.tokens
+        self._settings.sizing_choices = self.draft.remembered()
+        d = self.draft
+        if self.currentPage() is self.result_page and d.mode == "size" and not d.recommend:
+            self._settings.sizing_gpus = d.gpus

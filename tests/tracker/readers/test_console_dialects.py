@@ -100,7 +100,7 @@ def test_torchtitan_step_lines_of_each_era(tmp_path, line, expected):
     assert run.config["memory_peaks"] == {"mem_reserved_gib": "per-interval"}
     assert run.shape.known() | {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_mem_gib": 79.11, "n_layers": 32,
                                 "hidden": 4096, "n_kv_heads": 8, "vocab": 128256, "n_params": 8030261248,
-                                "recompute": "selective", "framework": "torchtitan"} == run.shape.known()
+                                "recompute": "op", "framework": "torchtitan"} == run.shape.known()
 
 
 def test_nanogpt_mfu_sentinel_is_not_a_value(tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tracker.ingest import ingest
-from tracker.readers import best_reader, csv_table, jsonl
+from tracker.readers import _tabular, best_reader, csv_table, jsonl
 from tracker.readers._tabular import NO_STEP
 
 MS_SWIFT = "jsonl/ms_swift/fyh2001__megatron-sft-recipes__run_mbs1_ga8_gbs32_offload/logging.jsonl"
@@ -24,6 +24,14 @@ LIGHTNING_CSV = [
 
 def statuses(report) -> list[str]:
     return [r.status for r in report.results]
+
+
+@pytest.fixture(params=["python", "pyarrow"])
+def both_parsers(request, monkeypatch):
+    """Small files are parsed in Python, big ones by pyarrow: every JSON-lines case takes both."""
+    if request.param == "pyarrow":
+        monkeypatch.setattr(_tabular, "SMALL_JSONL", 0)
+    return request.param
 
 
 def write_lines(path, rows, tail: str = "") -> None:
@@ -62,9 +70,10 @@ def test_ms_swift_step_on_the_last_line_only_is_no_step_column(corpus):
     assert any("row number" in w for w in run.warnings)
 
 
-# JSON lines
+# JSON lines (each in both parsers)
 
 
+@pytest.mark.usefixtures("both_parsers")
 def test_nested_objects_numeric_strings_and_summary_lines(tmp_path):
     path = tmp_path / "train.jsonl"
     rows = [{"step": s, "train": {"loss": 3 - s / 10}, "lr": "3e-4", "gpu.0.mem": 10 + s}
@@ -82,6 +91,7 @@ def test_nested_objects_numeric_strings_and_summary_lines(tmp_path):
     assert run.summary == {"train_runtime": 12.5}  # only ever on a step-less line
 
 
+@pytest.mark.usefixtures("both_parsers")
 def test_no_step_key_uses_the_row_number_and_says_so(tmp_path):
     path = tmp_path / "losses.jsonl"
     write_lines(path, [{"loss": 1.0 / (i + 1), "timestamp": 1.7e9 + i} for i in range(4)])
@@ -92,6 +102,7 @@ def test_no_step_key_uses_the_row_number_and_says_so(tmp_path):
     assert run.warnings == [NO_STEP]
 
 
+@pytest.mark.usefixtures("both_parsers")
 def test_nan_and_infinity_are_kept(store, tmp_path):
     path = tmp_path / "run.jsonl"
     path.write_text(
@@ -102,6 +113,7 @@ def test_nan_and_infinity_are_kept(store, tmp_path):
     assert values[0] == 2.0 and math.isnan(values[1]) and math.isinf(values[2])
 
 
+@pytest.mark.usefixtures("both_parsers")
 def test_a_growing_jsonl_appends_only_new_points(store, tmp_path):
     path = tmp_path / "live.jsonl"
     write_lines(path, [{"step": s, "loss": 1.0 / s} for s in range(1, 51)], tail='{"step": 51, "lo')
@@ -115,6 +127,7 @@ def test_a_growing_jsonl_appends_only_new_points(store, tmp_path):
     assert store.series(first.run_id, "loss").steps.tolist() == list(range(1, 61))
 
 
+@pytest.mark.usefixtures("both_parsers")
 def test_a_broken_line_is_named(store, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "loss": \n{"step": 3, "loss": 1.0}\n')
@@ -122,6 +135,7 @@ def test_a_broken_line_is_named(store, tmp_path):
     assert result.status == "error" and result.reason.startswith("line 2:")
 
 
+@pytest.mark.usefixtures("both_parsers")
 def test_non_utf8_bytes_do_not_stop_a_file(store, tmp_path):
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(b'{"step": 1, "loss": 2.0, "note": "caf\xe9"}\n{"step": 2, "loss": 1.5}\n')
@@ -130,12 +144,14 @@ def test_non_utf8_bytes_do_not_stop_a_file(store, tmp_path):
     assert store.series(result.run_id, "loss").values.tolist() == [2.0, 1.5]
 
 
+@pytest.mark.usefixtures("both_parsers")
 def test_json_lines_without_numbers_are_not_claimed(tmp_path):
     path = tmp_path / "events.jsonl"
     write_lines(path, [{"event": "start", "step": 1}, {"event": "stop", "step": 2}])
     assert jsonl.sniff(path) == 0.0
 
 
+@pytest.mark.usefixtures("both_parsers")
 def test_single_object_json_files_are_not_json_lines(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"hidden_size": 64, "num_layers": 2}))

@@ -73,7 +73,10 @@ def _capacity(match: re.Match[str], ctx: Context) -> None:
 
 
 def _checkpointing(match: re.Match[str], ctx: Context) -> None:
-    ctx.run.shape.set("recompute", match["mode"], SOURCE)
+    # torchtitan's "selective" is its own policy, per op in the configs it ships (recompute
+    # every second matmul and the pointwise ops), not attention-only recompute.
+    mode = match["mode"]
+    ctx.run.shape.set("recompute", "op" if mode == "selective" else mode, SOURCE)
 
 
 def _mesh(match: re.Match[str], ctx: Context) -> None:
@@ -86,6 +89,7 @@ def _mesh(match: re.Match[str], ctx: Context) -> None:
     ctx.run.shape.set("n_gpus", total, SOURCE)
     ctx.run.shape.set("tp", mesh.get("tp"), SOURCE)
     ctx.run.shape.set("pp", mesh.get("pp"), SOURCE)
+    ctx.run.shape.set("cp", mesh.get("cp"), SOURCE)
     if "dp_shard" in mesh:
         ctx.run.shape.set("fsdp", "full_shard", SOURCE)
     ctx.run.config["device_mesh"] = mesh

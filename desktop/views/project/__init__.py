@@ -1,0 +1,1 @@
+"""The Project view: a project's variants side by side, its stages, pilots and report."""
