@@ -17,6 +17,7 @@ from core.shape import RunShape
 from tracker.readers._common import ReaderError, head, number, open_regular, parse_json
 from tracker.readers._table import Layout, read_table
 from tracker.readers._tabular import json_lines_blocks
+from tracker.readers.crash import oom_event
 from tracker.record.writer import RUN_FILE
 
 SOURCE = "headroom header"
@@ -114,6 +115,8 @@ def _add_record(run: RunLog, record: dict) -> None:
     if isinstance(record.get("event"), dict):
         event = record["event"]
         data = {k: v for k, v in event.items() if k not in ("kind", "message")}
+        if event.get("kind") == "oom":  # the recorder keeps torch's message; its sizes are data
+            data = {**oom_event(str(event.get("message", ""))).data, **data}
         run.events.append(
             RunEvent(str(event.get("kind", "event")), step, str(event.get("message", "")), data,
                      record.get("wall_time"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -48,6 +48,7 @@ from desktop.presenters.sizing_report import (
     text,
 )
 from desktop.sizing_services import SizingServices
+from desktop.views.sizing import export_menu
 from desktop.views.sizing.memory_chart import MemoryChart
 from desktop.views.sizing.page import HINT_STYLE, DraftPage, FittedLabel, hint_label
 from desktop.views.sizing.plans_table import PlansTable
@@ -94,6 +95,8 @@ class ResultPage(DraftPage):
         self.plan_status = hint_label()
         self.plans_table = PlansTable()
         self.status = hint_label()
+        export_menu.attach(self.plans_table, self._plan_at, lambda: self.draft.spec,
+                           self.status.setText)
         self._replan = QTimer(self, singleShot=True, interval=REPLAN_MS)
         self._layout()
         self._connect()
@@ -227,6 +230,11 @@ class ResultPage(DraftPage):
         self.selected = rank
         self.plans_table.select(rank)
         self.update_chart()
+
+    def _plan_at(self, pos: QPoint) -> Plan | None:
+        """The plan of the row under the mouse (Export as… acts on it)."""
+        rank = self.plans_table.rank_at(pos)
+        return self.plans[rank - 1] if rank and rank <= len(self.plans) else None
 
     # ---- What-if sliders
 
