@@ -5,23 +5,31 @@ TensorBoard event file and a Megatron-LM console log (a line per step) into a
 temporary folder (never the repository), then times in one run:
 
 - Headroom's ingest of each file (``tracker.ingest.ingest`` into a fresh SQLite store);
+- the same ingest by Headroom's code at another commit (``--before REF``), so a
+  change's effect on time and memory shows in one run;
 - the baseline of each case: pyarrow alone parsing the JSONL and CSV (the floor),
-  TensorBoard's ``EventAccumulator`` loading every point of the event file, and for
-  the console log Python's bare line iteration (the floor) and a one-regex script;
+  what a user's script would do instead (``pandas.read_csv``, ``pandas.read_json``,
+  ``json.loads`` per line), TensorBoard's ``EventAccumulator`` loading every point
+  of the event file, and for the console log Python's bare line iteration (the
+  floor) and a one-regex script;
 - MLflow's ``log_batch`` into its SQLite store for the same points, in a separate
   interpreter where MLflow is installed (``--mlflow-python``; skipped otherwise);
 - reading one million-point series back from the store.
 
-Each case runs once on a small log first, so no timing includes one-time
-imports, and each figure is the best of ``--repeat`` timings (3; EventAccumulator,
-which takes minutes, is timed once), as ``timeit`` reports. It prints the times,
-the ratios against each baseline, and the targets: JSONL and CSV ingest within 2x
-of pyarrow's parse, the event file at least 5x faster than EventAccumulator,
-read-back under 20 ms. A new format is one more entry in
-``CASES`` (a writer and its baselines)::
+Each tool runs on each file in an interpreter of its own, which imports only
+what that tool needs and runs it once on a small log first, so no timing
+includes one-time imports; each figure is the best of ``--repeat`` timings (3;
+EventAccumulator, which takes minutes, is timed once), as ``timeit`` reports.
+Beside each time is that interpreter's peak resident memory (its ``VmHWM``,
+libraries included), so one tool's peak is never another's. It
+prints the times, peaks, the ratios against each baseline, and the targets: JSONL
+and CSV ingest within 2x of pyarrow's parse, the event file at least 5x faster
+than EventAccumulator, read-back under 20 ms, every ingest under 400 MiB. A new
+format is one more entry in ``CASES`` (a writer and its baselines)::
 
     .venv/bin/python bench/ingest.py              # 1,000,000 steps; EventAccumulator takes minutes
     .venv/bin/python bench/ingest.py --quick      # 100,000 steps
+    .venv/bin/python bench/ingest.py --steps 5000000 --only CSV --before main
     .venv/bin/python bench/ingest.py --mlflow-python /path/to/venv/bin/python
 """
 
@@ -30,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -42,13 +51,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tracker.ingest import ingest  # noqa: E402
-from tracker.readers import best_reader  # noqa: E402
-from tracker.readers._tfrecord import frame  # noqa: E402
-from tracker.store import Store  # noqa: E402
+# Headroom's modules are imported where they are used, so the interpreter that times a
+# baseline holds only what that baseline needs.
 
 METRICS = ("loss", "lr", "mem_peak_gib", "tokens_per_s")
 READ_BACK_TARGET_S = 0.020
+PEAK_TARGET_MIB = 400
+# Steps of the warm-up log: enough that every reader takes its big-file path (pyarrow for JSONL).
+WARM_STEPS = 4_000
 
 
 @dataclass
@@ -131,6 +141,8 @@ def write_events(folder: Path, log: Log) -> Path:
     from tensorboard.compat.proto.event_pb2 import Event
     from tensorboard.compat.proto.summary_pb2 import Summary
 
+    from tracker.readers._tfrecord import frame
+
     path = folder / "events" / f"events.out.tfevents.{int(log.wall[0])}.bench.1.0"
     path.parent.mkdir(exist_ok=True)
     event = Event(summary=Summary(value=[Summary.Value(tag="x", simple_value=0.0)]))
@@ -184,6 +196,24 @@ def arrow_csv(path: Path) -> object:
     return pc.read_csv(str(path))
 
 
+def pandas_csv(path: Path) -> object:
+    import pandas as pd
+
+    return pd.read_csv(path).shape
+
+
+def pandas_json(path: Path) -> object:
+    import pandas as pd
+
+    return pd.read_json(path, lines=True).shape
+
+
+def json_loads(path: Path) -> int:
+    """What a user's own script does with JSON lines: ``json.loads`` each into a list of dicts."""
+    with open(path, "rb") as f:
+        return len([json.loads(line) for line in f if line.strip()])
+
+
 def event_accumulator(folder: Path) -> int:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -214,8 +244,12 @@ def regex_script(path: Path) -> int:
 
 CASES: list[Case] = [
     Case("JSONL (Headroom)", write_headroom_jsonl, [Baseline("pyarrow.json parse", arrow_json, 2.0)]),
-    Case("JSONL (generic)", write_jsonl, [Baseline("pyarrow.json parse", arrow_json, 2.0)]),
-    Case("CSV", write_csv, [Baseline("pyarrow.csv parse", arrow_csv, 2.0)]),
+    Case("JSONL (generic)", write_jsonl,
+         [Baseline("pyarrow.json parse", arrow_json, 2.0),
+          Baseline("pandas.read_json(lines=True)", pandas_json, repeat=1),
+          Baseline("json.loads per line", json_loads, repeat=1)]),
+    Case("CSV", write_csv,
+         [Baseline("pyarrow.csv parse", arrow_csv, 2.0), Baseline("pandas.read_csv", pandas_csv)]),
     Case("TensorBoard", write_events,
          [Baseline("EventAccumulator, size_guidance 0", event_accumulator, 1 / 5, repeat=1)]),
     Case("Megatron console log", write_megatron,
@@ -233,58 +267,137 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
-def best_of(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:
-    """The fastest of ``repeat`` timings (the one least disturbed by the rest of the machine)."""
-    return min((timed(fn) for _ in range(repeat)), key=lambda timing: timing[0])
+@dataclass
+class Measured:
+    """One tool on one file: its best time, its interpreter's peak RSS, what it reported."""
+
+    seconds: float
+    peak_mib: float
+    info: dict
 
 
-def fresh_ingest(folder: Path, source: Path) -> tuple[float, Path, object]:
-    """Ingest ``source`` into a new store of its own (created and closed untimed, as an app
-    keeps its store open); returns the ingest's time, the database and the report."""
-    db = folder / f"headroom-{len(list(folder.glob('headroom-*.db')))}.db"
+def measure(tool: str, case: int, source: Path, warm: Path, repeat: int, code: Path | None = None
+            ) -> Measured:
+    """Run ``tool`` in a child interpreter: imports and a run on the small log ``warm``
+    untimed, then the best of ``repeat`` timings on ``source``; ``code``: Headroom's
+    source tree to import (another commit's), instead of this one."""
+    command = [sys.executable, __file__, "--child", tool, str(case), str(source), str(warm),
+               "--repeat", str(repeat), *(["--code", str(code)] if code else [])]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"{tool} on {source.name} failed: {last}")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return Measured(found.pop("seconds"), found.pop("peak_mib"), found)
+
+
+def child(tool: str, case: int, source: Path, warm: Path, repeat: int) -> None:
+    """The child's side of :func:`measure`: prints its best time, peak RSS and report as JSON."""
+    run = _tool(tool, CASES[case])
+    run(warm)
+    timings = []
+    for _ in range(repeat):
+        seconds, info = timed(lambda: run(source))
+        timings.append({"seconds": seconds, **info})  # a tool may time its own part
+    best = min(timings, key=lambda timing: timing["seconds"])
+    print(json.dumps({**best, "peak_mib": _peak_mib()}))
+
+
+def _tool(tool: str, case: Case) -> Callable[[Path], dict]:
+    """What ``tool`` names: "ingest", "reader" or "baseline:<index>", as a function of the file."""
+    if tool == "ingest":
+        return fresh_ingest
+    if tool == "reader":
+        from tracker.readers import best_reader
+
+        return lambda path: {"runs": len(best_reader(path).read(path)), "reader": best_reader(path).name}
+    baseline = case.baselines[int(tool.split(":", 1)[1])]
+    return lambda path: {"result": str(baseline.load(path))[:40]}
+
+
+def _peak_mib() -> float:
+    """This process's peak resident memory: Linux's VmHWM, which starts afresh at exec
+    (``ru_maxrss`` keeps the parent's peak across it), else ``ru_maxrss`` (bytes on macOS)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
+
+
+def fresh_ingest(source: Path) -> dict:
+    """Ingest ``source`` into a new store of its own beside it; only the ingest is timed (the
+    store is created and closed untimed, as an app keeps its store open)."""
+    from tracker.ingest import ingest
+    from tracker.store import Store
+
+    folder = source.parent
+    db = folder / f"headroom-{os.getpid()}-{len(list(folder.glob('headroom-*.db')))}.db"
     store = Store(f"sqlite:///{db}")
-    seconds, report = timed(lambda: ingest(store, [source]))
+    start = time.perf_counter()
+    report = ingest(store, [source])
+    seconds = time.perf_counter() - start
     store.close()
-    return seconds, db, report
+    result = report.results[0]
+    return {"seconds": seconds, "db": str(db), "status": result.status, "reason": result.reason,
+            "format": result.format, "points": result.points, "run_id": result.run_id}
 
 
-def run_case(case: Case, log: Log, work: Path, rows: list[list[str]], repeat: int
-             ) -> tuple[Path, int] | None:
-    """Time Headroom's ingest and the case's baselines; returns the store and the run's id."""
-    folder = work / f"case{len(rows)}"
+def run_case(index: int, case: Case, log: Log, work: Path, rows: list[list[str]], repeat: int,
+             before: tuple[str, Path] | None = None) -> tuple[Path, int] | None:
+    """Time Headroom's ingest, the same at another commit (``before``: its name and source
+    tree) and the case's baselines; returns the store and the run's id."""
+    folder = work / f"case{index}"
     folder.mkdir()
     source = case.write(folder, log)
-    seconds, db, report = min((fresh_ingest(folder, source) for _ in range(repeat)),
-                              key=lambda timing: timing[0])
-    result = report.results[0]
-    if result.status != "ingested":
-        rows.append([case.name, "Headroom ingest", "-", "-", "-", f"failed: {result.reason}"])
+    (folder / "warm").mkdir()
+    warm = case.write(folder / "warm", make_log(WARM_STEPS))
+    ingested = measure("ingest", index, source, warm, repeat)
+    info = ingested.info
+    if info["status"] != "ingested":
+        rows.append([case.name, "Headroom ingest", "-", "-", "-", "-", f"failed: {info['reason']}"])
         return None
-    rows.append([case.name, f"Headroom ingest ({result.format})", f"{result.points:,}",
-                 f"{seconds:.2f}", _rate(result.points, seconds), ""])
-    reader = best_reader(source)
-    alone, _ = best_of(repeat, lambda: reader.read(source))
-    rows.append(["", f"  of which the {reader.name} reader", "", f"{alone:.2f}", "",
-                 "the rest: hashing, storing, enrichment steps"])
-    for baseline in case.baselines:
-        base, _ = best_of(baseline.repeat or repeat, lambda b=baseline: b.load(source))
-        rows.append(["", baseline.name, "", f"{base:.2f}", _rate(log.points, base),
-                     _verdict(seconds, base, baseline.target)])
-    return db, result.run_id
+    seconds = ingested.seconds
+    rows.append([case.name, f"Headroom ingest ({info['format']})", f"{info['points']:,}",
+                 f"{seconds:.2f}", _mib(ingested.peak_mib), _rate(info["points"], seconds),
+                 _peak_verdict(ingested.peak_mib)])
+    alone = measure("reader", index, source, warm, repeat)
+    rows.append(["", f"  of which the {alone.info['reader']} reader", "", f"{alone.seconds:.2f}",
+                 _mib(alone.peak_mib), "", "the rest: hashing, storing, enrichment steps"])
+    if before is not None:
+        ref, code = before
+        then = measure("ingest", index, source, warm, repeat, code)
+        rows.append(["", f"Headroom ingest at {ref[:12]}", "", f"{then.seconds:.2f}", _mib(then.peak_mib),
+                     _rate(log.points, then.seconds),
+                     f"{_verdict(seconds, then.seconds, None)}, {_peak_ratio(ingested, then)}"])
+    for i, baseline in enumerate(case.baselines):
+        base = measure(f"baseline:{i}", index, source, warm, baseline.repeat or repeat)
+        rows.append(["", baseline.name, "", f"{base.seconds:.2f}", _mib(base.peak_mib),
+                     _rate(log.points, base.seconds),
+                     f"{_verdict(seconds, base.seconds, baseline.target)}, {_peak_ratio(ingested, base)}"])
+    return Path(info["db"]), info["run_id"]
 
 
-def warm_up(cases: list[Case], work: Path) -> None:
-    """Run every case once on a small log, so no timing pays for first imports."""
-    small = make_log(1_000)
-    for i, case in enumerate(cases):
-        folder = work / f"warm{i}"
-        folder.mkdir()
-        source = case.write(folder, small)
-        store = Store(f"sqlite:///{folder / 'warm.db'}")
-        ingest(store, [source])
-        store.close()
-        for baseline in case.baselines:
-            baseline.load(source)
+def _peak_ratio(headroom: Measured, other: Measured) -> str:
+    return f"{headroom.peak_mib / other.peak_mib:.2f}x its peak"
+
+
+def export(ref: str, folder: Path) -> Path:
+    """Headroom's source tree at git ``ref``, unpacked into ``folder``."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(root), "archive", ref], capture_output=True, check=True)
+    folder.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def _mib(peak: float) -> str:
+    return f"{peak:,.0f} MiB"
+
+
+def _peak_verdict(peak: float) -> str:
+    return f"peak target < {PEAK_TARGET_MIB} MiB: {'met' if peak < PEAK_TARGET_MIB else 'MISSED'}"
 
 
 def _rate(points: int, seconds: float) -> str:
@@ -301,12 +414,14 @@ def _verdict(headroom: float, baseline: float, target: float | None) -> str:
 
 
 def read_back(db: Path, run_id: int, rows: list[list[str]]) -> None:
+    from tracker.store import Store
+
     store = Store(f"sqlite:///{db}")
     store.series(run_id, "loss")  # warm the page cache, as a second plot would find it
     best = min(timed(lambda: store.series(run_id, "loss"))[0] for _ in range(5))
     n = len(store.series(run_id, "loss"))
     ok = "met" if best < READ_BACK_TARGET_S else "MISSED"
-    rows.append(["read-back", "Store.series(run, 'loss')", f"{n:,}", f"{best * 1000:.1f} ms",
+    rows.append(["read-back", "Store.series(run, 'loss')", f"{n:,}", f"{best * 1000:.1f} ms", "",
                  _rate(n, best), f"target < {READ_BACK_TARGET_S * 1000:.0f} ms: {ok}"])
     store.close()
 
@@ -335,7 +450,7 @@ print(time.perf_counter() - start)
 
 def mlflow(python: str | None, steps: int, total: int, work: Path, rows: list[list[str]]) -> None:
     if not python:
-        rows.append(["MLflow", "log_batch into SQLite", "-", "-", "-",
+        rows.append(["MLflow", "log_batch into SQLite", "-", "-", "-", "-",
                      "skipped: give --mlflow-python (a venv with mlflow-skinny, sqlalchemy, alembic)"])
         return
     db = work / "mlflow.db"
@@ -344,18 +459,18 @@ def mlflow(python: str | None, steps: int, total: int, work: Path, rows: list[li
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        rows.append(["MLflow", "log_batch into SQLite", "-", "-", "-", f"skipped: {last[:90]}"])
+        rows.append(["MLflow", "log_batch into SQLite", "-", "-", "-", "-", f"skipped: {last[:90]}"])
         return
     seconds = float(done.stdout.strip().splitlines()[-1])
     points = steps * len(METRICS)
     projected = seconds * total / points
     note = "" if points == total else f"measured on {points:,} points; all {total:,}: ~{projected:.0f} s"
-    rows.append(["MLflow", "log_batch into SQLite", f"{points:,}", f"{seconds:.2f}",
+    rows.append(["MLflow", "log_batch into SQLite", f"{points:,}", f"{seconds:.2f}", "",
                  _rate(points, seconds), note])
 
 
 def print_table(rows: list[list[str]]) -> None:
-    header = ["case", "tool", "points", "time", "rate", "comparison"]
+    header = ["case", "tool", "points", "time", "peak RSS", "rate", "comparison"]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
@@ -372,19 +487,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="case names to run (default: all)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="timings of each tool to take the best of (EventAccumulator: one)")
+    parser.add_argument("--before", metavar="REF",
+                        help="also time the ingest of Headroom's code at this git commit or branch")
+    parser.add_argument("--child", nargs=4, metavar=("TOOL", "CASE", "SOURCE", "WARM"),
+                        help=argparse.SUPPRESS)  # one measurement, in an interpreter of its own
+    parser.add_argument("--code", help=argparse.SUPPRESS)  # the child's Headroom source tree
     args = parser.parse_args(argv)
+    if args.child:
+        tool, case, source, warm = args.child
+        if args.code:
+            sys.path.insert(0, args.code)
+        child(tool, int(case), Path(source), Path(warm), args.repeat)
+        return 0
     steps = 100_000 if args.quick else args.steps
     log = make_log(steps)
     rows: list[list[str]] = []
     print(f"{steps:,} steps x {len(METRICS)} metrics = {log.points:,} points per file\n", flush=True)
     with tempfile.TemporaryDirectory(prefix="headroom-bench-") as tmp:
         work = Path(tmp)
-        cases = [case for case in CASES if not args.only or case.name in args.only]
-        warm_up(cases, work)
+        before = (args.before, export(args.before, work / "before")) if args.before else None
         stored = None
-        for case in cases:
+        for index, case in enumerate(CASES):
+            if args.only and case.name not in args.only:
+                continue
             print(f"... {case.name}", flush=True)
-            stored = run_case(case, log, work, rows, args.repeat) or stored
+            stored = run_case(index, case, log, work, rows, args.repeat, before) or stored
         if stored is not None:
             read_back(*stored, rows)
         print("... MLflow", flush=True)

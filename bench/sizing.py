@@ -10,11 +10,12 @@ not know yet is reported as "not scored yet" and scored once the flag lands.
 Per source and per method it prints the median absolute error and the share of
 rows within 10 % for Headroom's analytical model, Headroom calibrated
 leave-one-source-out (fitted on every other source, never on the source it
-predicts) and the rules people use instead: accelerate's estimate-memory
+predicts), the step simulated on the model's code (rows that read the allocated
+counter on one GPU) and the rules people use instead: accelerate's estimate-memory
 ("4x the weights for Adam", "+20 % for inference"), the seed article's
 bytes-per-parameter table, LLaMA-Factory's table and EleutherAI's Transformer
 Math 101. It also times an estimate and a plan (timings belong here, not in
-unit tests). Run: ``PYTHONPATH=. .venv/bin/python bench/sizing.py [--rows]``.
+unit tests). Run: ``PYTHONPATH=. .venv/bin/python bench/sizing.py [--rows] [--no-simulate]``.
 """
 
 from __future__ import annotations
@@ -138,6 +139,20 @@ def analytical(row: Row, _: dict[str, Calibration]) -> float:
     return estimate(row.spec, row.setup).reading(row.counter) / GIB
 
 
+def simulated(row: Row, _: dict[str, Calibration]) -> float | None:
+    """The simulated step on the model's own code, for rows that read PyTorch's allocated
+    counter on one GPU; plus the fixed cuBLAS/attention workspace a fake step never allocates."""
+    from tracker.simulate import SimulationError, simulate
+
+    if row.counter != "allocated":
+        return None
+    try:
+        found = simulate(row.spec, row.setup).allocated
+    except SimulationError:
+        return None
+    return (found + estimate(row.spec, row.setup).breakdown["overhead"]) / GIB
+
+
 def calibrated(row: Row, fits: dict[str, Calibration]) -> float:
     """Fitted on every other source's rows, then asked about this one."""
     found = fits[row.source].predict(row.spec, row.setup, row.gpu, row.counter)
@@ -219,6 +234,7 @@ def eleutherai_rule(row: Row, _: dict) -> float:
 
 PREDICTORS: dict[str, Callable[[Row, dict[str, Calibration]], float | None]] = {
     "Headroom": analytical,
+    "simulated": simulated,
     "calibrated": calibrated,
     "leads": leading,
     "accelerate 4x": accelerate_rule,
@@ -273,6 +289,7 @@ def report(rows: list[Row], fits: dict[str, Calibration]) -> dict[str, dict[int,
         ids = [r.index for r in scored if r.setup.method == method]
         print(_line(f"  {method} ({len(ids)})", ids, table))
     _overall(rows, table)
+    _simulated(table)
     return table
 
 
@@ -293,6 +310,15 @@ def _counts(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _simulated(table: dict[str, dict[int, float]]) -> None:
+    if "simulated" not in table:
+        return
+    ids = list(table["simulated"])
+    print(f"Simulated step on the {len(ids)} one-GPU rows that read the allocated counter and "
+          f"that it can run: {_cell(list(table['simulated'].values()))}; analytical on the same "
+          f"rows {_cell([table['Headroom'][i] for i in ids])}")
+
+
 def _overall(rows: list[Row], table: dict[str, dict[int, float]]) -> None:
     by_source = {}
     for name in ("Headroom", "calibrated", "leads"):
@@ -309,7 +335,7 @@ def _overall(rows: list[Row], table: dict[str, dict[int, float]]) -> None:
 
 def per_row(rows: list[Row], table: dict[str, dict[int, float]]) -> None:
     print(f"\n{'row':>3}  {'source':11} {'model':24} {'method':9} {'counter':9} {'measured':>8} "
-          f"{'analytic':>8} {'calib.':>8} {'error':>7}")
+          f"{'analytic':>8} {'calib.':>8} {'error':>7} {'sim.':>8}")
     for row in rows:
         head = f"{row.index:>3}  {row.source[:11]:11} {row.model[:24]:24} {row.method:9} "
         if not row.scored:
@@ -317,8 +343,10 @@ def per_row(rows: list[Row], table: dict[str, dict[int, float]]) -> None:
             continue
         a = (1 + table["Headroom"][row.index]) * row.peak_gib
         c = (1 + table["calibrated"][row.index]) * row.peak_gib
+        sim = table.get("simulated", {}).get(row.index)
         print(head + f"{row.counter:9} {row.peak_gib:8.2f} {a:8.2f} {c:8.2f} "
-              f"{100 * table['Headroom'][row.index]:+6.0f}%")
+              f"{100 * table['Headroom'][row.index]:+6.0f}% "
+              + ("       -" if sim is None else f"{(1 + sim) * row.peak_gib:8.2f}"))
 
 
 def timings() -> None:
@@ -341,7 +369,11 @@ def timings() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="also print every row")
+    parser.add_argument("--no-simulate", action="store_true",
+                        help="skip the simulated step (minutes on two cores)")
     args = parser.parse_args()
+    if args.no_simulate:
+        del PREDICTORS["simulated"]
     start = time.perf_counter()
     rows = load_rows()
     fits = leave_one_source_out(rows)

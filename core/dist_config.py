@@ -24,8 +24,7 @@ def deepspeed_fields(config: dict[str, Any]) -> dict[str, Any]:
     if isinstance(zero, dict):
         if isinstance(zero.get("stage"), int):
             out["zero_stage"] = zero["stage"]
-        sections = (zero.get("offload_optimizer"), zero.get("offload_param"))
-        out["cpu_offload"] = any(_offloaded(section) for section in sections)
+        out["cpu_offload"] = any(zero_offload(config))
     for key, precision in (("bf16", "mixed-bf16"), ("fp16", "mixed-fp16")):
         section = config.get(key)
         if isinstance(section, dict) and section.get("enabled") is True:
@@ -35,6 +34,14 @@ def deepspeed_fields(config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, int) and not isinstance(value, bool):
             out[field] = value
     return out
+
+
+def zero_offload(config: dict[str, Any]) -> tuple[bool, bool]:
+    """(optimizer state, parameters): what a DeepSpeed config offloads to CPU or NVMe."""
+    zero = config.get("zero_optimization")
+    if not isinstance(zero, dict):
+        return False, False
+    return _offloaded(zero.get("offload_optimizer")), _offloaded(zero.get("offload_param"))
 
 
 def _offloaded(section: Any) -> bool:

@@ -22,13 +22,17 @@ from core.memory.spec import ModelSpec
 from core.resources import resources_dir
 
 # Families whose MLP is gated (SwiGLU / GeGLU: gate, up and down projections).
-GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "olmoe", "gemma",
          "gemma2", "gemma3", "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "olmo2",
          "granite", "cohere", "starcoder2_gated")
 LAYER_NORM = ("gpt2", "opt", "bert", "roberta", "whisper", "falcon", "bart", "gpt_neox", "phi",
               "gptj", "bloom", "starcoder2", "gpt_bigcode")
-LEARNED_POSITIONS = ("gpt2", "opt", "bert", "roberta", "whisper", "bart", "gpt_neo")
+LEARNED_POSITIONS = ("gpt2", "opt", "bert", "roberta", "whisper", "bart", "gpt_neo", "gpt_bigcode")
 FOUR_NORMS = ("gemma2", "gemma3", "gemma3_text")  # pre- and post-norms around both sublayers
+# Families whose q, k, v projections (and gate, up) are single linears in transformers.
+FUSED_QKV = ("gpt2", "gpt_bigcode", "phi3", "falcon", "gpt_neox", "bloom")
+FUSED_GATE_UP = ("phi3",)
+QK_NORM = ("qwen3", "qwen3_moe", "olmoe", "olmo2", "gemma3", "gemma3_text")
 ENCODER_ONLY = ("bert", "roberta")
 _COUNT_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _DROPOUT_KEYS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "hidden_dropout_prob",
@@ -108,7 +112,7 @@ def from_params(n_params: float) -> ModelSpec:
         return abs(math.log(p.n_params / n_params))
 
     decoders = [p for p in presets().values()
-                if p.config.get("model_type") not in ENCODER_ONLY + ("t5", "whisper")]
+                if p.config.get("model_type") not in ENCODER_ONLY + ("t5", "mt5", "whisper")]
     # Prefer today's dense gated decoders (Llama, Qwen, Mistral, Gemma, Phi) when one is close.
     modern = [p for p in decoders if p.config.get("model_type") in GATED
               and not _moe(p.config, shape_fields(p.config))]
@@ -156,7 +160,8 @@ def meta_param_count(config_file: Path) -> int:
     config = transformers.AutoConfig.from_pretrained(str(config_file), trust_remote_code=False)
     model_type = getattr(config, "model_type", "")
     autos = {"bert": "AutoModelForMaskedLM", "roberta": "AutoModelForMaskedLM",
-             "whisper": "AutoModelForSpeechSeq2Seq", "t5": "AutoModelForSeq2SeqLM"}
+             "whisper": "AutoModelForSpeechSeq2Seq", "t5": "AutoModelForSeq2SeqLM",
+             "mt5": "AutoModelForSeq2SeqLM"}
     names = [autos.get(model_type, "AutoModelForCausalLM"), "AutoModel"]
     last: Exception | None = None
     for name in names:
@@ -190,8 +195,11 @@ def spec_from_config(config: dict[str, Any], name: str, n_params: int | None,
         name=name, family=mtype or "unknown", n_layers=layers, hidden=hidden, n_heads=heads,
         n_kv_heads=kv, head_dim=head_dim, vocab=fields["vocab"],
         intermediate=_intermediate(cfg, fields, hidden),
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        # transformers ties mT5's output layer to the shared embedding whatever the config says
+        tied_embeddings=bool(cfg.get("tie_word_embeddings", True)) or mtype == "mt5",
         gated_mlp=mtype in GATED or str(cfg.get("feed_forward_proj", "")).startswith("gated"),
+        fused_qkv=mtype in FUSED_QKV, fused_gate_up=mtype in FUSED_GATE_UP,
+        qk_norm=mtype in QK_NORM,
         activation=_activation(cfg), dropout=_dropout(cfg),
         norm="layer" if mtype in LAYER_NORM else "rms",
         norms_per_layer=4 if mtype in FOUR_NORMS else (1 if _single_norm(cfg, mtype) else 2),
@@ -230,7 +238,7 @@ def _intermediate(cfg: dict, fields: dict, hidden: int) -> int:
 def _activation(cfg: dict) -> str:
     name = str(cfg.get("hidden_act") or cfg.get("hidden_activation")
                or cfg.get("activation_function") or cfg.get("feed_forward_proj") or "silu")
-    if name == "gelu_new":
+    if name in ("gelu_new", "gated-gelu"):  # T5's gated-gelu runs gelu_new
         return "gelu_new"  # a composite of five ops in transformers: keeps four tensors
     for kind in ("silu", "relu"):
         if kind in name:

@@ -43,7 +43,8 @@ from core.throughput import (
 )
 
 __all__ = ["DEFAULT_MFU", "LEVELS", "MARGIN", "Fit", "Plan", "Predict", "analytical",
-           "check_fit", "fits", "largest", "plan", "throughput", "training_flops_per_token"]
+           "check_fit", "fits", "knob_options", "largest", "plan", "plan_for", "plans_on",
+           "throughput", "training_flops_per_token"]
 
 TP_SIZES = (1, 2, 4, 8)
 PP_SIZES = (1, 2, 4, 8, 16)
@@ -186,14 +187,59 @@ def plan(spec: ModelSpec, setup: Setup, gpus: Iterable[GPU], max_gpus: int | Non
     ``global_batch`` fixes the samples per optimizer step; otherwise each
     data-parallel replica keeps the asked micro batch x accumulation.
     """
-    search = _Search(spec, setup, predict, margin, mfu or (lambda gpu: DEFAULT_MFU),
-                     global_batch or setup.micro_batch * setup.grad_accum, global_batch is not None)
+    search = _search(spec, setup, predict, mfu, margin, global_batch)
     gpus = {gpu.name: gpu for gpu in gpus}
     found = [p for gpu in gpus.values() for p in _plans_on(search, gpu, max_gpus)]
     ranked = sorted(found, key=lambda p: (p.level, _cost_per_token(p), p.n_gpus))
     kept = [p for p in ranked if p.level == 0][:limit]
     kept += [p for p in ranked if p.level > 0][:limit]
     return [_with_limits(search, p, gpus[p.gpu]) for p in kept]
+
+
+def plans_on(spec: ModelSpec, setup: Setup, gpu: GPU, n_gpus: int, predict: Predict = analytical,
+             mfu: Callable[[GPU], float] | None = None, margin: float = MARGIN,
+             global_batch: int | None = None) -> list[Plan]:
+    """On exactly ``n_gpus`` of one GPU model: the fastest plan at each level of change.
+
+    :func:`plan` looks for the fewest GPUs; a user who owns eight cards, or a
+    run that failed on eight, asks what runs on those eight.
+    """
+    search = _search(spec, setup, predict, mfu, margin, global_batch)
+    best: dict[int, Plan] = {}
+    for layout in _layouts(search, gpu, n_gpus):
+        for level in range(3):
+            found = _cheapest(search, layout, gpu, level)
+            if found and (level not in best or found.tokens_per_s > best[level].tokens_per_s):
+                best[level] = found
+    return [_with_limits(search, best[level], gpu) for level in sorted(best)]
+
+
+def plan_for(spec: ModelSpec, setup: Setup, asked: Setup, gpu: GPU, predict: Predict = analytical,
+             mfu: Callable[[GPU], float] | None = None, margin: float = MARGIN,
+             level: int = 0) -> Plan:
+    """The plan for one chosen ``setup`` (its changes named against ``asked``), fitting or not."""
+    search = _search(spec, asked, predict, mfu, margin, None)
+    return _with_limits(search, _plan(search, setup, gpu, level), gpu)
+
+
+def knob_options(setup: Setup, per_replica: int) -> dict[str, list]:
+    """What each knob that keeps the maths can be set to, the asked value first.
+
+    ``micro_batch``: micro batches dividing the replica's ``per_replica`` samples
+    (accumulation makes up the rest); ``sharding``: (ZeRO stage, FSDP mode) pairs;
+    ``offload``: (optimizer, parameters) pairs, which need sharding.
+    """
+    lay = setup.layout
+    return {"micro_batch": _micro_batches(setup.micro_batch, per_replica),
+            "recompute": _recomputes(setup),
+            "loss": _losses(setup), "activation_offload": _activation_offloads(setup),
+            "sharding": _sharding(setup, lay.dp, lay.pp), "offload": _offloads(setup)}
+
+
+def _search(spec: ModelSpec, setup: Setup, predict: Predict, mfu: Callable[[GPU], float] | None,
+            margin: float, global_batch: int | None) -> _Search:
+    return _Search(spec, setup, predict, margin, mfu or (lambda gpu: DEFAULT_MFU),
+                   global_batch or setup.micro_batch * setup.grad_accum, global_batch is not None)
 
 
 def _cost_per_token(p: Plan) -> float:
@@ -318,8 +364,8 @@ def _knob_mixes(search: _Search, start: Setup) -> list[Mix]:
         return []
     return [(micro, per_replica // micro, recompute, loss, act, off[0], off[1])
             for micro, recompute, loss, act, off in itertools.product(
-                _micro_batches(search, per_replica), _recomputes(start), _losses(start),
-                _activation_offloads(start), _offloads(start))
+                _micro_batches(search.asked.micro_batch, per_replica), _recomputes(start),
+                _losses(start), _activation_offloads(start), _offloads(start))
             if not (start.optimizer_in_backward and per_replica // micro > 1)]
 
 
@@ -338,9 +384,9 @@ def _per_replica(search: _Search, setup: Setup) -> int | None:
     return search.batch
 
 
-def _micro_batches(search: _Search, per_replica: int) -> list[int]:
+def _micro_batches(asked: int, per_replica: int) -> list[int]:
     """The asked micro batch, then halvings that divide the replica's samples, down to 1."""
-    micro, out = min(search.asked.micro_batch, per_replica), []
+    micro, out = min(asked, per_replica), []
     while micro >= 1:
         if per_replica % micro == 0:
             out.append(micro)

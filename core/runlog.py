@@ -6,6 +6,7 @@ the store can write a series as one array instead of one object per point.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +39,30 @@ class Series:
 
     def __len__(self) -> int:
         return len(self.values)
+
+    @property
+    def has_wall_time(self) -> bool:
+        return self.wall_time is not None
+
+    def at(self, index: int) -> tuple[int, float]:
+        """The step and value of one point."""
+        return int(self.steps[index]), float(self.values[index])
+
+    def slice(self, start: int, stop: int) -> Series:
+        wall = None if self.wall_time is None else self.wall_time[start:stop]
+        return Series(self.name, self.steps[start:stop], self.values[start:stop], self.original, wall)
+
+    def chunks(self, size: int, start: int = 0) -> Iterator[Series]:
+        """The points from ``start`` on, ``size`` at a time: how the store writes a series, so a
+        long one kept out of memory (a reader's spooled series) is never loaded whole."""
+        for begin in range(start, len(self), size):
+            yield self.slice(begin, begin + size)
+
+    def scaled(self, factor: float) -> Series:
+        """The series in other units (itself when ``factor`` is 1)."""
+        if factor == 1.0:
+            return self
+        return Series(self.name, self.steps, self.values * factor, self.original, self.wall_time)
 
 
 @dataclass
@@ -98,15 +123,21 @@ class RunLog:
         """
         if len(values) == 0:
             return None
+        return self.add(Series(original, steps, values, original, wall_time), scale=scale)
+
+    def add(self, series: Series, *, scale: float = 1.0) -> Series | None:
+        """:meth:`add_series` for a series already built (one a reader kept out of memory):
+        named by its ``original``, scaled likewise."""
+        if len(series) == 0:
+            return None
+        original = series.original
         alias = resolve(original)
         name, factor = self._slot(original.strip(), alias)
         if name is None:
             self.warnings.append(f"metric {original!r} appears twice; the second copy was ignored")
             return None
-        vals = np.asarray(values, dtype=np.float64)
-        if factor * scale != 1.0:
-            vals = vals * (factor * scale)
-        series = Series(name, steps, vals, original=original, wall_time=wall_time)
+        series = series.scaled(factor * scale)
+        series.name = name
         self.series[name] = series
         return series
 

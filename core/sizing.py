@@ -23,7 +23,7 @@ from typing import Any
 from core.calibration import Calibrated, Calibration
 from core.gpus import GPU
 from core.memory import GIB, Estimate, Layout, ModelSpec, Setup, estimate, frameworks
-from core.planner import DEFAULT_MFU, MARGIN, Fit, Plan, Predict, check_fit, fits, plan
+from core.planner import DEFAULT_MFU, MARGIN, Fit, Plan, Predict, check_fit, fits, plan, plans_on
 
 DEFAULT_PRECISION = {"full": "mixed-bf16", "lora": "mixed-bf16", "qlora": "nf4",
                      "inference": "bf16"}
@@ -149,11 +149,24 @@ class Sizer:
         return plan(self.spec, setup, gpus, max_gpus, self.predictor(setup), mfu, self.margin,
                     global_batch=global_batch)
 
+    def plans_on(self, setup: Setup, gpu: GPU, n_gpus: int,
+                 global_batch: int | None = None) -> list[Plan]:
+        """The fastest plan at each level of change on exactly ``n_gpus`` of ``gpu``."""
+        history = self.calibration
+        mfu = (lambda g: history.mfu(g.name) or DEFAULT_MFU) if history else None
+        return plans_on(self.spec, setup, gpu, n_gpus, self.predictor(setup), mfu, self.margin,
+                        global_batch)
+
     def fit_to_card(self, setup: Setup, gpu: GPU, n_gpus: int = 1,
                     global_batch: int | None = None) -> CardAnswer:
-        """What the user's cards can run: the best way to fit, or the smallest change that does."""
+        """What the user's cards can run: the best way to fit, or the smallest change that does.
+
+        The cards the user has come first: a plan on all ``n_gpus`` of them,
+        else the planner's fewest that keep the experiment.
+        """
         on_cards = self.plans(setup, [gpu], n_gpus, global_batch)
-        keeps = [p for p in on_cards if p.level == 0]
+        keeps = [p for p in self.plans_on(setup, gpu, n_gpus, global_batch) if p.level == 0]
+        keeps += [p for p in on_cards if p.level == 0]
         if keeps:
             return CardAnswer(gpu.name, n_gpus, keeps[0], [], None)
         more = next((p for p in self.plans(setup, [gpu], None, global_batch)

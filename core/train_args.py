@@ -167,6 +167,8 @@ def _attention(leaves: dict[str, Any]) -> str | None:
 
 def _fsdp(leaves: dict[str, Any]) -> str | None:
     value = leaves.get("fsdp")
+    if value is True:  # transformers 5: FSDP on, sharded as fsdp_config says
+        return "shard_grad_op" if leaves.get("reshard_after_forward") is False else "full_shard"
     if isinstance(value, list):
         value = " ".join(str(v) for v in value)
     if isinstance(value, str) and value.strip():

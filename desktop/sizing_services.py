@@ -140,6 +140,23 @@ class SizingServices(QObject):
         return self._services.workers.start(lambda _w: sizer.fit_to_card(setup, gpu, n_gpus),
                                             on_done, on_error)
 
+    def simulate(self, spec: ModelSpec, setup: Setup, on_done: Callable[[object], None],
+                 on_error: Callable[[str], None],
+                 on_progress: Callable[[int, int, str], None]) -> Worker:
+        """One step of the model's own code on fake tensors; ``None`` when cancelled."""
+        return self._services.workers.start(lambda w: simulate_step(spec, setup, w), on_done,
+                                            on_error, on_progress)
+
+
+def simulate_step(spec: ModelSpec, setup: Setup, worker: Worker):
+    """The simulated step, reporting progress; ``None`` if the worker was cancelled."""
+    from tracker.simulate import SimulationCancelled, simulate
+
+    try:
+        return simulate(spec, setup, progress=worker.report, cancelled=worker.cancelled)
+    except SimulationCancelled:
+        return None
+
 
 def sizing_for(services: AppServices) -> SizingServices:
     """The app's one :class:`SizingServices` (made on first use)."""

@@ -10,10 +10,11 @@ import math
 from pathlib import Path
 
 
-def tiny_gpt2_config(vocab: int = 64, layers: int = 2, hidden: int = 32, heads: int = 2):
+def tiny_gpt2_config(vocab: int = 64, layers: int = 2, hidden: int = 32, heads: int = 2,
+                     positions: int = 64):
     from transformers import GPT2Config
 
-    return GPT2Config(vocab_size=vocab, n_positions=64, n_embd=hidden, n_layer=layers,
+    return GPT2Config(vocab_size=vocab, n_positions=positions, n_embd=hidden, n_layer=layers,
                       n_head=heads, bos_token_id=0, eos_token_id=0)
 
 

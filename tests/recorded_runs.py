@@ -22,13 +22,13 @@ COUNTER_SERIES = {"allocated": "mem_peak_gib", "reserved": "mem_reserved_gib"}
 
 def write_run(folder: Path, name: str, model: str | None, batch: int, seq: int,
               peaks: dict[str, float], shape_extra: dict | None = None,
-              oom: float | None = None) -> Path:
+              oom: float | None = None, config: dict | None = None) -> Path:
     """A LoRA run on one H100 that logged ``peaks`` (by counter), or died of OOM."""
     shape = {"model": model, "method": "lora", "recompute": "none", "lora_rank": 16, "micro_batch": batch,
              "seq_len": seq, "precision": "mixed-bf16", "attention": "sdpa",
              "framework": "transformers", "gpu_model": "NVIDIA H100 80GB HBM3", "n_gpus": 1,
              **(shape_extra or {})}
-    lines = [{"headroom": 1, "run": {"name": name, "shape": shape}}]
+    lines = [{"headroom": 1, "run": {"name": name, "shape": shape, "config": config or {}}}]
     for step in range(1, 4):
         lines.append({"step": step, "loss": 2.0 / step,
                       **{COUNTER_SERIES[c]: v * (0.9 + 0.05 * step) for c, v in peaks.items()}})

@@ -1,5 +1,9 @@
 """The boundaries of docs/design.md, checked on the source: desktop -> tracker -> core, never back;
-only desktop imports Qt; heavy libraries are imported inside functions, never at module level."""
+only desktop imports Qt; heavy libraries are imported inside functions, never at module level;
+the database schema and SQL stay inside ``tracker/db``; views reach the tracker through services.
+
+The last two contracts still have offenders, listed by name below: the list may only shrink (a
+file that stops offending must leave it), and a new offender fails the test."""
 
 from __future__ import annotations
 
@@ -16,32 +20,96 @@ FORBIDDEN = {
 }
 HEAVY = {"torch", "transformers", "tensorboard", "lightning", "pytorch_lightning", "pandas",
          "safetensors", "peft", "wandb"}
+# Modules only tracker/db may import: the ORM rows and the query builders.
+PERSISTENCE = ("tracker.db.schema", "sqlmodel", "sqlalchemy")
+# Offenders left from before the contracts (issue: persistence behind tracker/db, thin views).
+SQL_OUTSIDE_DB = {
+    "desktop/presenters/team_connection.py", "desktop/team_services.py",
+    "tracker/calibration.py", "tracker/checkpoints/lineage.py", "tracker/checkpoints/manager.py",
+    "tracker/checkpoints/ownership.py", "tracker/cli/_query.py", "tracker/diagnose.py",
+    "tracker/enrich.py", "tracker/ingest.py", "tracker/jobs.py", "tracker/store.py",
+    "tracker/team.py",
+}
+VIEWS_IMPORTING_TRACKER = {
+    "desktop/views/alert_views.py", "desktop/views/checkpoints_panel.py",
+    "desktop/views/details_panel.py", "desktop/views/project/window.py",
+    "desktop/views/query_box.py", "desktop/views/retention_dialog.py",
+    "desktop/views/runs_panel.py", "desktop/views/scatter_panel.py",
+    "desktop/views/team_commands.py",
+}
 
 
-def _imports(tree: ast.AST, top_level_only: bool) -> set[str]:
+def _imports(tree: ast.AST, top_level_only: bool, depth: int = 1) -> set[str]:
+    """Imported module names, cut to their first ``depth`` dotted parts."""
     nodes = tree.body if top_level_only else ast.walk(tree)
     names = set()
     for node in nodes:
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {".".join(name.split(".")[:depth]) for name in names}
 
 
-def _modules(package: str):
-    return sorted((ROOT / package).rglob("*.py"))
+def _parsed(root: Path, package: str):
+    for path in sorted((root / package).rglob("*.py")):
+        yield path.relative_to(root).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_imports_point_one_way_and_heavy_ones_are_lazy(package):
+def layer_violations(root: Path) -> list[str]:
     problems = []
-    for path in _modules(package):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        wrong = _imports(tree, top_level_only=False) & FORBIDDEN[package]
-        heavy = _imports(tree, top_level_only=True) & HEAVY
-        if wrong:
-            problems.append(f"{path.relative_to(ROOT)} imports {sorted(wrong)}")
-        if heavy:
-            problems.append(f"{path.relative_to(ROOT)} imports {sorted(heavy)} at module level")
-    assert problems == []
+    for package, forbidden in FORBIDDEN.items():
+        for name, tree in _parsed(root, package):
+            wrong = _imports(tree, top_level_only=False) & forbidden
+            heavy = _imports(tree, top_level_only=True) & HEAVY
+            if wrong:
+                problems.append(f"{name} imports {sorted(wrong)}")
+            if heavy:
+                problems.append(f"{name} imports {sorted(heavy)} at module level")
+    return problems
+
+
+def sql_outside_db(root: Path) -> set[str]:
+    found = set()
+    for package in ("tracker", "desktop"):
+        for name, tree in _parsed(root, package):
+            names = _imports(tree, False, 1) | _imports(tree, False, 3)
+            if not name.startswith("tracker/db/") and names & set(PERSISTENCE):
+                found.add(name)
+    return found
+
+
+def views_importing_tracker(root: Path) -> set[str]:
+    return {name for name, tree in _parsed(root, "desktop/views")
+            if "tracker" in _imports(tree, top_level_only=False)}
+
+
+def test_imports_point_one_way_and_heavy_ones_are_lazy():
+    assert layer_violations(ROOT) == []
+
+
+@pytest.mark.parametrize(("found", "known"), [
+    (sql_outside_db, SQL_OUTSIDE_DB), (views_importing_tracker, VIEWS_IMPORTING_TRACKER)],
+    ids=["schema and SQL only in tracker/db", "views never import tracker"])
+def test_the_listed_offenders_only_shrink(found, known):
+    now = found(ROOT)
+    assert now - known == set(), "new offenders"
+    assert known - now == set(), "these no longer offend: take them off the list"
+
+
+def test_a_planted_violation_of_each_contract_is_caught(tmp_path):
+    plant = {
+        "core/bad.py": "import PySide6\n",
+        "tracker/eager.py": "import torch\n",
+        "tracker/rows.py": "def f():\n    from tracker.db.schema import Run\n",
+        "tracker/db/fine.py": "from sqlmodel import select\n",
+        "desktop/views/reach.py": "def f():\n    from tracker.store import Store\n",
+    }
+    for name, text in plant.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert layer_violations(tmp_path) == ["core/bad.py imports ['PySide6']",
+                                          "tracker/eager.py imports ['torch'] at module level"]
+    assert sql_outside_db(tmp_path) == {"tracker/rows.py"}
+    assert views_importing_tracker(tmp_path) == {"desktop/views/reach.py"}

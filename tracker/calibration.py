@@ -85,6 +85,30 @@ _FACT_NAMES = {"method": "the method", "recompute": "whether it recomputed activ
                "cpu_offload": "whether it offloaded to the CPU"}
 
 
+def plan_outcomes(store: Store) -> list[dict]:
+    """Runs launched from an exported plan: the plan's per-GPU figure beside the run's peak.
+
+    The peak is the counter nearest the plan's device figure (device, else
+    reserved, else allocated); ``error`` is predicted / peak - 1. These runs
+    are calibration samples like any other; this is how the plans fared.
+    """
+    out = []
+    for run in store.runs():
+        link = run.plan_link()
+        peaks = [(name, run.stat(name, "max")) for name in _NEAREST_DEVICE]
+        found = next(((name, peak) for name, peak in peaks if peak), None)
+        if link is None or link["device_gib"] is None or found is None:
+            continue
+        name, peak = found
+        out.append({"run": run.id, "name": run.name, "plan": link["hash"],
+                    "predicted_gib": link["device_gib"], "peak_gib": round(peak, 3),
+                    "counter": MEMORY_COUNTERS[name], "error": round(link["device_gib"] / peak - 1, 3)})
+    return out
+
+
+_NEAREST_DEVICE = ("mem_used_gib", "mem_reserved_gib", "mem_peak_gib")
+
+
 def _listed(missing: list[str]) -> str:
     names = [_FACT_NAMES[m] for m in missing]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]

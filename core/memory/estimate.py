@@ -107,7 +107,7 @@ def estimate(spec: ModelSpec, setup: Setup) -> Estimate:
     check(spec, setup)
     results = [_stage_estimate(spec, setup, name, stage)
                for name, stage in _stages(spec, setup).items()]
-    return max(results, key=lambda e: e.allocated)
+    return max(results, key=lambda e: (e.required, e.allocated))  # the stage that must fit
 
 
 def model_states(spec: ModelSpec, setup: Setup) -> dict[str, float]:
@@ -130,14 +130,22 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     static = _static(spec, setup, trainable * frac, frac)
     dynamic = _dynamic(spec, setup, stage)
     paged = static.pop("paged")
+    cached = dynamic.pop("cached", 0.0)
     overhead = WORKSPACE_GIB * GIB + static.pop("buckets") + _zero_buckets(spec, setup)
-    backward = static["weights"] + static["optimizer"] + static["persistent_grads"]
+    weights, step_weights = static["weights"], static["weights"]
+    if act.fp32_stream(setup):
+        # HF mixed precision: the fp32 parameters are the master (counted as optimizer); the
+        # 16-bit copies are autocast's, of matmul weights only, and die with backward.
+        weights *= _autocast_copied(spec) / spec.total_params
+        step_weights = 0.0
+    backward = weights + static["optimizer"] + static["persistent_grads"]
     backward += dynamic["activations"] + dynamic["logits"] + dynamic["kv_cache"] + overhead
-    step = static["weights"] + static["optimizer"] + static["gradients"] + overhead
+    step_grads = static["gradients"] + _tied_gradient(spec, setup) / lay.tp
+    step = step_weights + static["optimizer"] + step_grads + overhead
     at_backward = backward >= step or not setup.training
-    grads = static["persistent_grads"] if at_backward else static["gradients"]
+    grads = static["persistent_grads"] if at_backward else step_grads
     breakdown = {
-        "weights": static["weights"],
+        "weights": weights if at_backward else step_weights,
         "gradients": grads,
         "optimizer": static["optimizer"],
         "activations": dynamic["activations"] if at_backward else 0.0,
@@ -148,7 +156,9 @@ def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> 
     allocated = sum(breakdown.values())
     terms = PeakTerms(backward - dynamic["activations"] - dynamic["logits"], step,
                       dynamic["activations"], dynamic["logits"])
-    reserved = allocated * RESERVED_FACTOR
+    # The caching allocator keeps the loss's freed blocks while the rebuilt layer allocates
+    # its own: reserved memory holds both (answerai's and torchtitan's reserved peaks).
+    reserved = max(allocated, backward + cached) * RESERVED_FACTOR
     device = reserved + (CUDA_CONTEXT_GIB + (NCCL_GIB if lay.n_gpus > 1 else 0.0)) * GIB + paged
     return Estimate(
         breakdown=breakdown, allocated=allocated, reserved=reserved, device=device,
@@ -227,7 +237,8 @@ def _precision(setup: Setup):
         return PRECISIONS[setup.precision]
     if not setup.training:
         return PRECISIONS["bf16"]
-    # Adapters: PEFT upcasts them to fp32; torchtune, LitGPT (and TRL's QLoRA) keep bf16.
+    # Adapters: PEFT upcasts them to fp32 over any 16-bit base (its autocast_adapter_dtype
+    # default, pure 16-bit runs included); torchtune, LitGPT (and TRL's QLoRA) keep bf16.
     return PRECISIONS["fp32" if setup.adapter_fp32 else "bf16"]
 
 
@@ -247,14 +258,35 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     storage = setup.base_storage
     if storage not in ("nf4", "int8"):
         return n * frozen_bytes(storage)
-    # bitsandbytes quantises the block linears; embeddings, head and norms stay 16-bit.
-    linear = spec.linear_params * frac
+    # bitsandbytes quantises the block linears; embeddings, head and norms stay 16-bit. So do
+    # the routed experts of MoE models in transformers 5, which are fused 3-D parameters
+    # rather than nn.Linear modules (transformers' bitsandbytes integration swaps only those).
+    routed = spec.moe_layers * spec.n_experts * spec.mlp_params(spec.moe_intermediate)
+    linear = (spec.linear_params - routed * spec._block_scale) * frac
     compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
     quant = frozen_bytes(storage, setup.quant_type, setup.double_quant)
     weights = linear * quant + (n - linear) * compute
     if framework_preset(setup.framework).fp32_quantized_embedding and frac == 1.0:
         weights += (4.0 - compute) * spec.embedding_params  # bitsandbytes' StableEmbedding
     return weights
+
+
+def _autocast_copied(spec: ModelSpec) -> float:
+    """Parameters autocast makes 16-bit copies of: every matmul weight, the output layer's
+    included (a tied one is the embedding), but not embedding lookups, and not the routed
+    experts of transformers' MoE kernels (grouped_mm is not autocast: they run in fp32)."""
+    lookups = 0 if spec.tied_embeddings else spec.embedding_params
+    routed = spec.moe_layers * spec.n_experts * spec.mlp_params(spec.moe_intermediate)
+    return spec.total_params - lookups - routed * spec._block_scale
+
+
+def _tied_gradient(spec: ModelSpec, setup: Setup) -> float:
+    """A tied output layer's gradient, held by autograd until the embedding's is added to it
+    at the very end of backward (when every other gradient exists)."""
+    if setup.method != "full" or not spec.tied_embeddings:
+        return 0.0
+    p = _precision(setup)
+    return spec.vocab * spec.hidden * (4.0 if setup.fp32_grads and p.master else p.grad)
 
 
 def _adafactor_bytes(spec: ModelSpec, setup: Setup) -> float:
@@ -293,14 +325,19 @@ def _zero_buckets(spec: ModelSpec, setup: Setup) -> float:
 def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
     """Activations, logits and KV cache of one GPU on this stage."""
     if not setup.training:
-        return {"activations": act.inference_bytes(spec, setup),
-                "logits": act.logits_bytes(spec, setup) if stage.head else 0.0,
-                "kv_cache": kv_cache_bytes(spec, setup)}
-    activations = act.block_bytes(spec, setup)
+        logits = act.logits_bytes(spec, setup) if stage.head else 0.0
+        # a layer's workspace is gone by the time the head scores: the larger of the two
+        return {"activations": max(0.0, act.inference_bytes(spec, setup) - logits),
+                "logits": logits, "kv_cache": kv_cache_bytes(spec, setup)}
+    activations = act.block_bytes(spec, setup) + act.expert_adapter_bytes(spec, setup)
     if stage.embedding or stage.head:
         activations += act.edge_bytes(spec, setup)
     logits = act.logits_bytes(spec, setup) if stage.head else 0.0
-    return {"activations": activations, "logits": logits, "kv_cache": 0.0}
+    # Under full recompute the rebuilt layer comes after the loss's gradients are freed: the
+    # allocated peak holds the larger of the two, not both; the allocator still holds both.
+    cached = min(act.rebuilt_layer_bytes(spec, setup), logits)
+    return {"activations": activations - cached, "logits": logits, "kv_cache": 0.0,
+            "cached": cached}
 
 
 def kv_cache_bytes(spec: ModelSpec, setup: Setup) -> float:
@@ -312,7 +349,10 @@ def kv_cache_bytes(spec: ModelSpec, setup: Setup) -> float:
     lay = setup.layout
     e = 4.0 if setup.compute_dtype == "fp32" else 2.0
     tokens = setup.micro_batch * setup.seq_len
-    layers = spec.n_layers / lay.pp
+    if spec.family in act.ENCODER_ONLY:
+        return 0.0  # an encoder scores the whole input at once: nothing to cache
+    # Encoder-decoders cache the source's keys and values in each decoder block only.
+    layers = (spec.decoder_layers or spec.n_layers) / lay.pp
     if spec.mla:
         return layers * tokens * (spec.kv_lora_rank + spec.rope_head_dim) * e
     heads = spec.n_kv_heads / lay.tp if spec.n_kv_heads >= lay.tp else 1

@@ -11,6 +11,7 @@ list of defaults is returned so a fit can tell a guess from a fact.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from core.memory.frameworks import canonical
 from core.memory.frameworks import framework as framework_preset
@@ -52,6 +53,41 @@ def inputs_from_shape(shape: RunShape) -> tuple[ModelSpec, Setup, list[str]]:
         layout=_layout(shape),
     )
     return spec, setup, defaulted
+
+
+def stated_fields(shape: RunShape) -> dict[str, Any]:
+    """Setup and layout fields for only what ``shape`` states, in the memory model's words.
+
+    What it leaves out is for a framework's defaults to fill
+    (:func:`core.sizing.planned_setup`), not the common defaults above.
+    """
+    known = shape.known()
+    method = _method(shape)
+    out: dict[str, Any] = {"method": method} if known.keys() & _METHOD_FACTS else {}
+    if "precision" in known or method == "qlora":
+        out["precision"] = _precision(shape, method)
+    if "optimizer" in known:
+        out["optimizer"] = _optimizer(shape.optimizer, method)
+    out.update({name: known[name] for name in ("micro_batch", "seq_len", "grad_accum", "lora_rank")
+                if name in known})
+    if "lora_targets" in known:
+        out["lora_targets"] = _targets(shape.lora_targets)
+    if known.get("recompute") in RECOMPUTE:
+        out["recompute"] = known["recompute"]
+    if known.get("attention") in ("eager", "sdpa", "flash"):
+        out["attention"] = known["attention"]
+    if known.keys() & _LAYOUT_FACTS:
+        layout = _layout(shape)
+        out.update({name: getattr(layout, name) for name in _LAYOUT_FIELDS
+                    if name != "n_gpus" or "n_gpus" in known})
+    return out
+
+
+_METHOD_FACTS = frozenset({"method", "quantization", "lora_rank"})
+_LAYOUT_FACTS = frozenset({"n_gpus", "zero_stage", "fsdp", "tp", "pp", "sequence_parallel",
+                           "cpu_offload"})
+_LAYOUT_FIELDS = ("n_gpus", "zero", "fsdp", "tp", "pp", "sequence_parallel", "offload_optimizer",
+                  "offload_params")
 
 
 def _with_unsaid_defaults(shape: RunShape) -> RunShape:

@@ -263,3 +263,7 @@ def _knob_problems(s: Setup):
                "--optimizer-in-backward needs --grad-accum 1")
     if s.optimizer_in_backward and s.layout.offload_optimizer:
         yield "an offloaded optimizer steps on the CPU, not inside backward"
+    if s.activation_offload and s.recompute == "none":
+        # torchtune, axolotl and Unsloth offload the checkpointed layer inputs, and refuse it
+        # without checkpointing.
+        yield "activation offload moves checkpointed layer inputs: it needs --recompute"

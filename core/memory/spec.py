@@ -21,6 +21,7 @@ class Matrix:
     d_out: int
     role: str  # "attention" or "mlp"
     count: int  # instances in the whole model
+    rank_scale: int = 1  # LoRA rank multiple PEFT gives it (fused expert gate and up: 2)
 
     @property
     def params(self) -> int:
@@ -42,6 +43,9 @@ class ModelSpec:
     intermediate: int
     tied_embeddings: bool = False
     gated_mlp: bool = True
+    fused_qkv: bool = False  # q, k and v are one linear (GPT-2's c_attn, Phi-3's qkv_proj)
+    fused_gate_up: bool = False  # gate and up are one linear (Phi-3's gate_up_proj)
+    qk_norm: bool = False  # RMSNorm on queries and keys (Qwen3, OLMoE, Gemma 3)
     activation: str = "silu"  # "silu", "gelu", "gelu_new" (tanh composite), "relu"
     dropout: bool = False  # attention / hidden dropout active in training (GPT-2, BERT, T5...)
     norm: str = "rms"  # "rms" or "layer"
@@ -106,20 +110,30 @@ class ModelSpec:
                        self.n_heads * (qk - self.rope_head_dim + v), "attention", count),
                 Matrix("o_proj", self.n_heads * v, h, "attention", count),
             ]
+        out = Matrix(f"{prefix}o_proj", self.q_dim, h, "attention", count)
+        if self.fused_qkv:  # one adapter, one quantised matrix, one input for all three
+            return [Matrix(f"{prefix}qkv_proj", h, self.q_dim + 2 * self.kv_dim, "attention",
+                           count), out]
         return [
             Matrix(f"{prefix}q_proj", h, self.q_dim, "attention", count),
             Matrix(f"{prefix}k_proj", h, self.kv_dim, "attention", count),
             Matrix(f"{prefix}v_proj", h, self.kv_dim, "attention", count),
-            Matrix(f"{prefix}o_proj", self.q_dim, h, "attention", count),
+            out,
         ]
 
     def _mlp(self, width: int, count: int, prefix: str = "") -> list[Matrix]:
         h = self.hidden
         if count == 0 or width == 0:
             return []
+        down = Matrix(f"{prefix}down_proj", width, h, "mlp", count)
+        if self.gated_mlp and prefix == "experts.":
+            # transformers 5 stores routed experts as fused 3-D parameters; PEFT adapts the fused
+            # gate and up with twice the rank (its v4-to-v5 target conversion)
+            return [Matrix(f"{prefix}gate_up_proj", h, 2 * width, "mlp", count, 2), down]
+        if self.gated_mlp and self.fused_gate_up:
+            return [Matrix(f"{prefix}gate_up_proj", h, 2 * width, "mlp", count), down]
         up = [Matrix(f"{prefix}gate_proj", h, width, "mlp", count)] if self.gated_mlp else []
-        return up + [Matrix(f"{prefix}up_proj", h, width, "mlp", count),
-                     Matrix(f"{prefix}down_proj", width, h, "mlp", count)]
+        return up + [Matrix(f"{prefix}up_proj", h, width, "mlp", count), down]
 
     @cached_property
     def matrices(self) -> tuple[Matrix, ...]:
@@ -213,7 +227,11 @@ class ModelSpec:
 
     def lora_params(self, rank: int, targets: str) -> int:
         """Exact LoRA trainable count: rank x (d_in + d_out) for every adapted matrix."""
-        return sum(rank * (m.d_in + m.d_out) * m.count for m in self.lora_matrices(targets))
+        adapted = sum(rank * m.rank_scale * (m.d_in + m.d_out) * m.count
+                      for m in self.lora_matrices(targets))
+        if targets == "all-linear":  # PEFT adapts MoE routers too (as parameters, in v5)
+            adapted += rank * (self.hidden + self.n_experts) * self.moe_layers
+        return adapted
 
     def lora_matrices(self, targets: str) -> tuple[Matrix, ...]:
         found = self._lora_cache.get(targets)
@@ -238,9 +256,12 @@ class ModelSpec:
 NAMED_TARGETS = {"qv": ("q", "v"), "attention": ("q", "k", "v", "o"),
                  "all-linear": ("q", "k", "v", "o", "gate", "up", "down")}
 # Which kinds a block's matrices are (DeepSeek's latent attention splits q and kv in two).
-_KIND = {"q_proj": "q", "q_a_proj": "q", "q_b_proj": "q", "k_proj": "k", "v_proj": "v",
-         "kv_a_proj": "k", "kv_b_proj": "v", "o_proj": "o", "gate_proj": "gate",
-         "up_proj": "up", "down_proj": "down"}
+# Fused matrices (Phi-3's qkv_proj and gate_up_proj, MoE experts) are all of their kinds.
+_KIND = {"q_proj": {"q"}, "q_a_proj": {"q"}, "q_b_proj": {"q"}, "k_proj": {"k"}, "v_proj": {"v"},
+         "kv_a_proj": {"k"}, "kv_b_proj": {"v"}, "qkv_proj": {"q", "k", "v"}, "o_proj": {"o"},
+         "gate_proj": {"gate"}, "up_proj": {"up"}, "gate_up_proj": {"gate", "up"},
+         "down_proj": {"down"}}
+_KINDS = frozenset(kind for kinds in _KIND.values() for kind in kinds)
 
 
 class TargetError(ValueError):
@@ -252,7 +273,7 @@ def lora_kinds(targets: str) -> frozenset[str]:
     if targets in NAMED_TARGETS:
         return frozenset(NAMED_TARGETS[targets])
     kinds = frozenset(t.strip() for t in targets.split(",") if t.strip())
-    unknown = kinds - set(_KIND.values())
+    unknown = kinds - _KINDS
     if unknown or not kinds:
         raise TargetError(f"unknown LoRA targets {targets!r}: give qv, attention, all-linear "
                           "or a comma list of q,k,v,o,gate,up,down")
@@ -262,5 +283,5 @@ def lora_kinds(targets: str) -> frozenset[str]:
 def _adapted(name: str, targets: str) -> bool:
     base = name.rsplit(".", 1)[-1].removeprefix("cross_")
     if targets == "qv":  # latent attention adapts the up-projections of q and kv
-        return base in ("q_proj", "v_proj", "q_b_proj", "kv_b_proj")
-    return _KIND.get(base) in lora_kinds(targets)
+        return base in ("q_proj", "v_proj", "q_b_proj", "kv_b_proj", "qkv_proj")
+    return bool(_KIND.get(base, set()) & lora_kinds(targets))

@@ -15,8 +15,8 @@ from typing import Any
 from core.diagnostics import Finding, severity_rank, title
 from desktop.presenters import formatting as fmt
 
-# Finding kinds whose remedy is a bigger or differently shaped run: the sizing wizard helps.
-SIZING_KINDS = frozenset({"oom_start"})
+# Finding kinds that "Find the smallest fix" answers: the run ran out of GPU memory.
+FIX_KINDS = frozenset({"oom_start", "oom_mid"})
 MAX_LIST_ITEMS = 5
 # Words in evidence keys that read better spelled their own way.
 WORDS = {"lr": "LR", "gib": "GiB", "gpu": "GPU", "gpus": "GPUs", "fp16": "fp16", "oom": "OOM",
@@ -45,9 +45,9 @@ class FindingRow:
         return steps_text(self.finding)
 
     @property
-    def sizing(self) -> bool:
-        """Whether the remedy starts from sizing a new run of this run's shape."""
-        return self.finding.kind in SIZING_KINDS
+    def fixable(self) -> bool:
+        """Whether the smallest-fix search answers it (a GPU out-of-memory finding)."""
+        return self.finding.kind in FIX_KINDS
 
 
 def rows(findings: Mapping[int, list[Finding]], names: Mapping[int, str]) -> list[FindingRow]:

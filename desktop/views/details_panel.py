@@ -161,7 +161,21 @@ def _meta(run: RunSummary) -> str:
         parts.append(f"started {fmt.when(run.started_at)}")
     parts.append(f"ingested {fmt.when(run.ingested_at)}")
     parts.append(f"{len(run.series)} metrics")
-    return " · ".join(parts) + f"<br><code>{html.escape(run.source_path)}</code>"
+    return " · ".join(parts) + _plan(run) + f"<br><code>{html.escape(run.source_path)}</code>"
+
+
+def _plan(run: RunSummary) -> str:
+    """The exported plan the run was launched from, its prediction against the peak."""
+    link = run.plan_link()
+    if link is None:
+        return ""
+    text = f"<br>launched from plan <code>{html.escape(str(link['hash']))}</code>"
+    if link["device_gib"] is not None:
+        text += f": predicted {link['device_gib']:.1f} GiB per GPU"
+    peak = link["peak_reserved_gib"] or link["peak_allocated_gib"]
+    if peak is not None:
+        text += f", recorded peak {peak:.1f} GiB"
+    return text
 
 
 def _table(model: QStandardItemModel, headers: tuple[str, ...], first_width: int) -> QTreeView:

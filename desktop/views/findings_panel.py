@@ -30,13 +30,15 @@ from desktop.presenters import findings as present
 from desktop.presenters.findings import FindingRow
 from desktop.presenters.plot_marks import Focus
 from desktop.services import AppServices
+from desktop.views.fix_dialog import FixDialog
 
 NOTHING_FOUND = ("<p><b>No findings.</b></p><p style='color:#52606d'>The diagnostics looked for "
                  "out-of-memory crashes, NaN/Inf losses, loss spikes and plateaus, eval "
                  "diverging from train, rebounds after a resume, LR schedule jumps, gradient "
                  "explosions, throughput drops and memory headroom, and saw none of them.</p>")
 PICK_ONE = "<p style='color:#52606d'>Select a finding to see why it was raised.</p>"
-NO_WIZARD = "The sizing wizard is not part of this build: size the run with `headroom size`."
+FIX_TIP = ("The cheapest changes that fit this run's GPUs, checked against the failure, each "
+           "with its config")
 LIST_ROWS, ROW_HEIGHT, SCROLLBAR = 6, 24, 8
 
 
@@ -64,9 +66,10 @@ class FindingsPanel(QWidget):
         self.table = _findings_table(self.model)
         self.why = QTextBrowser(openExternalLinks=False)
         self.why.setHtml(PICK_ONE)
-        self.size_button = QPushButton("Open the sizing wizard with this run's shape…")
-        self.size_button.clicked.connect(self._open_sizing)
-        self.size_button.hide()
+        self.fix_button = QPushButton("Find the Smallest Fix…", toolTip=FIX_TIP)
+        self.fix_button.clicked.connect(self.open_fix)
+        self.fix_button.hide()
+        self.fix_dialog: FixDialog | None = None
 
     def _layout(self) -> None:
         top = QHBoxLayout()
@@ -77,7 +80,7 @@ class FindingsPanel(QWidget):
         column = QVBoxLayout(side)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.why, 1)
-        column.addWidget(self.size_button)
+        column.addWidget(self.fix_button)
         self.splitter = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(side)
@@ -143,19 +146,20 @@ class FindingsPanel(QWidget):
         if row is None:
             self.why.setHtml(PICK_ONE if self.model.rowCount() else
                              (NOTHING_FOUND if self._services.selected else ""))
-            self.size_button.hide()
+            self.fix_button.hide()
             self._services.focus(None)
             return
         self.why.setHtml(present.why_html(row))
-        self.size_button.setVisible(row.sizing)
-        self.size_button.setEnabled(self._services.sizing_available())
-        self.size_button.setToolTip("" if self.size_button.isEnabled() else NO_WIZARD)
+        self.fix_button.setVisible(row.fixable)
         self._services.focus(Focus(row.key, row.finding.metric))
 
-    def _open_sizing(self) -> None:
+    def open_fix(self) -> None:
+        """The smallest changes that would have fitted the selected OOM finding's run."""
         row = self.selected()
-        if row is not None and not self._services.request_sizing(row.run_id):
-            self._services.sig_message.emit(NO_WIZARD)
+        if row is None:
+            return
+        self.fix_dialog = FixDialog(self._services, row.run_id, self)
+        self.fix_dialog.show()
 
     # ---- Visibility: shown when it has news, unless the user hid it
 

@@ -17,8 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTreeView, QVBox
 
 from core.metrics import size_text
 from desktop.presenters import formatting as fmt
-from desktop.services import AppServices
-from tracker.db.runs import PartInfo, RunSummary, SourceStat
+from desktop.services import AppServices, PartInfo, RunSummary, SourceStat
 
 HEADERS = ("File", "Size", "Modified")
 PART_ROLE = Qt.ItemDataRole.UserRole + 1  # the part id of a joined log's rows

@@ -55,7 +55,8 @@ def test_an_outlier_run_barely_moves_the_fit():
 
 def test_an_oom_run_raises_the_prediction():
     spec = preset("llama-3.1-8b")
-    setup = Setup(method="lora", micro_batch=8, seq_len=4096)
+    # A fused loss: activations, which the few small runs under-learn, dominate the peak.
+    setup = Setup(method="lora", micro_batch=8, seq_len=4096, loss="fused")
     truth = predict_gib(_terms(spec, setup), TRUE, "device")[0]
     runs = [s for s in _runs() if s.spec.name == "llama-3.2-1b"][:2]  # little history
     before = fit(runs).predict(spec, setup, "H100 SXM").gib

@@ -10,7 +10,7 @@ from core.gpus import catalog, find
 from core.models import ModelError, from_config_file, from_params, meta_param_count, preset, presets
 
 FAMILIES = ("llama", "mistral", "qwen", "gemma", "phi", "deepseek", "gpt2", "opt", "bert", "t5",
-            "whisper", "falcon")
+            "whisper", "falcon", "starcoder", "olmoe")
 
 
 def test_every_family_the_issue_lists_has_presets_with_sources():
@@ -24,7 +24,8 @@ def test_every_family_the_issue_lists_has_presets_with_sources():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["gpt2", "qwen2.5-0.5b", "t5-small", "mixtral-8x7b"])
+@pytest.mark.parametrize("name", ["gpt2", "qwen2.5-0.5b", "t5-small", "mixtral-8x7b", "phi-2",
+                                  "starcoderbase-1b", "mt5-small", "olmoe-1b-7b"])
 def test_preset_counts_are_the_meta_device_counts(name, tmp_path):
     entry = presets()[name]
     path = tmp_path / "config.json"

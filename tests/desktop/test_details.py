@@ -106,3 +106,20 @@ def test_compare_shows_only_what_differs(qtbot, services, corpus):
     colours = {r.id: r.colour for r in services.store.runs()}
     shown = [colours[i] for i in services.selected]
     assert [h.color().name() for h in heads] == shown  # each run's own colour, as in the plots
+
+
+def test_a_run_launched_from_a_plan_shows_its_prediction_beside_its_peak(qtbot, details, services,
+                                                                          tmp_path):
+    import json
+
+    path = tmp_path / "planned.jsonl"
+    header = {"headroom": 1, "run": {"name": "planned", "shape": {},
+                                     "config": {"plan": {"hash": "0123456789ab",
+                                                         "device_gib": 17.25}}}}
+    rows = [{"step": s, "loss": 1.0, "mem_peak_gib": 15.0 + s / 10} for s in range(1, 11)]
+    path.write_text("\n".join(json.dumps(r) for r in [header, *rows]) + "\n", encoding="utf-8")
+    ingest_and_wait(qtbot, services, [path])
+    services.select([services.store.find_run("planned").id])
+    text = details.meta.text()
+    assert "launched from plan <code>0123456789ab</code>" in text
+    assert "predicted 17.2 GiB per GPU" in text and "recorded peak 16.0 GiB" in text

@@ -1,5 +1,5 @@
 """The diagnostics' faces: the findings list and its "why?", the shaded ranges and marks on the
-plots, zooming to a finding, the runs table's severity column, re-running, the sizing hook."""
+plots, zooming to a finding, the runs table's severity column, re-running, the smallest fix for an OOM."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_findings_list_and_why(qtbot, services, findings, runs):
     for text in (spike.message, spike.cause, spike.remedy, "Likely cause.", "What to do.",
                  "Noise units", "50.6", "Median before", "1.579", "Recovered", "yes"):
         assert text in why, text
-    assert not findings.size_button.isVisible()
+    assert not findings.fix_button.isVisible()
 
 
 def test_a_clean_run_says_what_was_looked_for(qtbot, services, findings, runs):
@@ -201,19 +201,25 @@ def test_rerun_diagnostics_brings_findings_back(qtbot, services, findings, runs)
     assert services.store.severities([run_id]) == {run_id: "critical"}
 
 
-def test_oom_at_start_offers_the_sizing_wizard(qtbot, services, findings, runs):
+def test_an_oom_finding_opens_the_smallest_fix(qtbot, services, findings, runs, tmp_path):
     run_id = runs["oom"]
     _select(qtbot, services, findings, [run_id], 1)
     findings.table.selectRow(0)
     assert _texts(findings)[0][0] == "Out of memory at start"
-    assert findings.size_button.isVisible() and not findings.size_button.isEnabled()
-    asked: list[int] = []
-    services.sig_sizing_requested.connect(asked.append)  # what the sizing wizard does
-    findings.table.setCurrentIndex(findings.model.index(-1, -1))
-    findings.table.selectRow(0)
-    assert findings.size_button.isEnabled()
-    findings.size_button.click()
-    assert asked == [run_id]
+    assert findings.fix_button.isVisible()
+    findings.fix_button.click()
+    dialog = findings.fix_dialog
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=20_000)
+    report = dialog.report
+    assert report["run"] == run_id and report["fixes"]  # the same report as headroom fix --json
+    assert dialog.table.topLevelItemCount() == len(report["fixes"])
+    first = report["fixes"][0]
+    assert first["fits"] and first["global_batch"] == report["global_batch"]
+    assert first["export"]["plan_hash"] in dialog.config.toPlainText()
+    dialog.save(tmp_path / "fix.json")
+    assert (tmp_path / "fix.json").read_text() == first["export"]["text"]
+    dialog.close()
 
 
 def test_the_panel_shows_itself_with_news_until_the_user_hides_it(qtbot, window, runs):
@@ -268,15 +274,18 @@ def test_regions_follow_the_x_axis():
     assert [(r.x0, r.x1) for r in wall.regions] == [(2_200.0, 3_400.0)]
 
 
-def test_the_sizing_wizard_opens_from_an_oom_at_start_finding(qtbot, window, runs):
+def test_the_sizing_wizard_opens_from_the_fix_dialog(qtbot, window, runs):
     panel = window.panels["findings"]
     window.services.select([runs["oom"]])
     qtbot.waitUntil(lambda: panel.model.rowCount() == 1)
     panel.table.selectRow(0)
-    assert panel.size_button.isEnabled()  # the window's wizard listens
-    panel.size_button.click()
+    panel.fix_button.click()
+    dialog = panel.fix_dialog
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=20_000)  # no search left running
+    assert dialog.wizard_button.isEnabled()  # the window's wizard listens
+    dialog.wizard_button.click()
     qtbot.waitUntil(lambda: getattr(window, "wizard", None) is not None)
     wizard = window.wizard
-    assert wizard.isVisible()
+    assert wizard.isVisible() and not dialog.isVisible()
     assert wizard.model_page.run_combo.currentData() == runs["oom"]  # its shape fills the draft
     wizard.close()

@@ -514,3 +514,29 @@ def test_no_recorded_run_says_so_and_cannot_be_chosen(qtbot, wizard):
     qtbot.waitUntil(lambda: not page.run_combo.isEnabled()
                     and page.run_combo.placeholderText().startswith("No recorded run"))
     assert page.run_combo.count() == 0
+
+
+def test_right_click_exports_the_plan_under_the_mouse(qtbot, wizard, monkeypatch, tmp_path):
+    from PySide6.QtWidgets import QFileDialog, QMenu
+
+    from core.export import Target
+    from desktop.views.sizing import export_menu
+
+    result = _to_result(qtbot, wizard, model="llama-3.1-70b", method="full", batch=1,
+                        gpus=("H100 SXM",))
+    table = result.plans_table
+    second = next(i for i in table.plan_items() if i.row.rank == 2)
+    table.customContextMenuRequested.emit(table.visualItemRect(second).center())
+    table.customContextMenuRequested.emit(table.visualItemRect(table.topLevelItem(0)).center())
+    [shown] = table.findChildren(QMenu, options=Qt.FindChildOption.FindDirectChildrenOnly)
+    [sub] = [a.menu() for a in shown.actions() if a.menu()]
+    launch = next(a for a in sub.actions() if a.text().startswith(export_menu.TITLES["launch"]))
+    target = tmp_path / "launch.sh"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    launch.trigger()
+    shown.close()
+    chosen, first = result.plans[1], result.plans[0]  # rank 2, not the section title's row
+    assert Target.of(result.draft.spec, chosen).plan_hash in target.read_text()
+    assert Target.of(result.draft.spec, first).plan_hash not in target.read_text()
+    assert f"{chosen.n_gpus} x {chosen.gpu}" in target.read_text()
+    assert chosen.layout.split(",")[0] in target.read_text()

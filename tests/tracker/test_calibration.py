@@ -72,3 +72,23 @@ def test_excluded_runs_stay_out_of_the_fit(history, capsys):
     assert found.skipped[run.id] == "excluded from the fit"
     assert main(["fit", "--db", history.url, "--include", "run4", "--json"]) == 0
     assert run.id in json.loads(capsys.readouterr().out)["runs_used"]
+
+
+def test_a_run_launched_from_a_plan_is_a_sample_and_fit_says_how_the_plan_fared(history, tmp_path,
+                                                                               capsys):
+    peaks = {c: truth("llama-3.1-8b", 4, 2048, c) for c in COUNTER_SERIES}
+    predicted = round(peaks["reserved"] * 1.1, 2)
+    path = write_run(tmp_path / "runs", "planned", "llama-3.1-8b", 4, 2048, peaks,
+                     config={"plan": {"hash": "0123456789ab", "device_gib": predicted}})
+    assert ingest(history, [path]).ok
+    assert main(["fit", "--db", history.url, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    planned = history.find_run("planned").id
+    assert planned in out["runs_used"]
+    [outcome] = out["plans"]
+    assert outcome["run"] == planned and outcome["plan"] == "0123456789ab"
+    assert outcome["counter"] == "reserved" and outcome["predicted_gib"] == predicted
+    # write_run's last record is 1.05 x the reserved peak: the plan was ~4.8 % high
+    assert outcome["error"] == pytest.approx(1.1 / 1.05 - 1, abs=0.002)
+    assert main(["fit", "--db", history.url]) == 0
+    assert "Runs launched from a plan" in capsys.readouterr().out

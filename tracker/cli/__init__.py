@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "publish": "team",
     "take-offline": "team",
     "size": "size",
+    "check": "check",
+    "fix": "fix",
     "fit": "fit",
     "plan": "plan",
     "watch": "watch",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,8 @@ from core.gpus import GPU, catalog, find
 from core.memory import GIB, ModelSpec, Setup, check, estimate
 from core.memory.setup import Layout, SetupError
 from core.models import ModelError, from_config_file, from_params, preset, presets
-from core.planner import LEVELS
-from core.sizing import Sizer, planned_setup
+from core.planner import LEVELS, Plan
+from core.sizing import CardAnswer, Sizer, planned_setup
 from tracker.db.engine import default_url
 
 _ARCH_FIELDS = {"layers": "n_layers", "hidden": "hidden", "heads": "n_heads",
@@ -83,29 +84,21 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
     """The report of ``headroom size`` as plain data (what --json prints)."""
     spec, setup = build_spec(args), build_setup(args)
     check(spec, setup)
-    gpu = _gpu(args.gpu)
+    gpu = gpu_named(args.gpu)
     est = estimate(spec, setup)
-    sizer = Sizer(spec, None if args.no_history else _history(args.db), args.margin)
+    sizer = Sizer(spec, None if args.no_history else history(args.db), args.margin)
     fits = [sizer.fit(setup, g) for g in catalog().values()]
     tokens = args.tokens or 0.0
-    if args.fit_to_card:
-        if gpu is None:
-            raise SetupError("--fit-to-card needs the card: --gpu NAME (and --gpus N)")
-        answer = sizer.fit_to_card(setup, gpu, args.gpus, args.global_batch)
-        card = _card_dict(answer, tokens)
-        plans = ([answer.best] if answer.best else answer.changes) + (
-            [answer.more_cards] if answer.more_cards else [])
-    else:
-        card = None
-        plans = sizer.plans(setup, [gpu] if gpu else list(catalog().values()), args.max_gpus,
-                            args.global_batch)
+    plans, answer = _plans(args, sizer, setup, gpu)
+    card = _card_dict(answer, tokens) if answer else None
     check_ = sizer.check(setup, gpu) if gpu else None
+    exported = _export(spec, plans, args) if args.export else None
     return {
-        "model": _model_dict(spec),
-        "setup": _setup_dict(setup),
+        "model": model_dict(spec),
+        "setup": setup_dict(setup),
         "trainable_params": est.trainable_params,
         "phase": est.phase,
-        "breakdown_gib": _round(est.gib()),
+        "breakdown_gib": rounded(est.gib()),
         "allocated_gib": round(est.allocated / GIB, 3),
         "reserved_gib": round(est.reserved / GIB, 3),
         "device_gib": round(est.device / GIB, 3),
@@ -113,13 +106,76 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
         "calibrated": _calibrated_dict(sizer.calibrated(setup, gpu.name if gpu else "")),
         "uncalibrated": sizer.uncalibrated(setup) or None,
         "leads": check_.lead if check_ else "analytical",
-        "fits": [_round(asdict(f)) for f in fits],
+        "fits": [rounded(asdict(f)) for f in fits],
         "plans": [_plan_dict(p, tokens) for p in plans],
         **({"fit_to_card": card} if card is not None else {}),
+        **({"simulated": _simulated(spec, setup)} if getattr(args, "simulate", False) else {}),
+        **({"export": exported} if exported is not None else {}),
     }
 
 
-def _gpu(name: str | None) -> GPU | None:
+def _plans(args: argparse.Namespace, sizer: Sizer, setup: Setup,
+           gpu: GPU | None) -> tuple[list[Plan], CardAnswer | None]:
+    """The plans to show, level by level (the order the table numbers them in)."""
+    if args.fit_to_card:
+        if gpu is None:
+            raise SetupError("--fit-to-card needs the card: --gpu NAME (and --gpus N)")
+        answer = sizer.fit_to_card(setup, gpu, args.gpus, args.global_batch)
+        plans = ([answer.best] if answer.best else answer.changes) + (
+            [answer.more_cards] if answer.more_cards else [])
+    else:
+        answer = None
+        plans = sizer.plans(setup, [gpu] if gpu else list(catalog().values()), args.max_gpus,
+                            args.global_batch)
+    return sorted(plans, key=lambda p: p.level), answer
+
+
+def _export(spec: ModelSpec, plans: list[Plan], args: argparse.Namespace) -> dict[str, Any]:
+    """Plan number ``args.plan`` in ``args.export``'s format, as --json shows it."""
+    from core.export import Target, export
+
+    if not plans:
+        raise SetupError("no plan fits, so there is nothing to export")
+    if args.plan > len(plans):
+        raise SetupError(f"--plan {args.plan}: there are {len(plans)} plans")
+    done = export(Target.of(spec, plans[args.plan - 1]), args.export)
+    return {"format": done.format, "plan": args.plan, "plan_hash": done.plan_hash,
+            "filename": done.filename, "notes": list(done.notes), "text": done.text}
+
+
+def write_export(exported: dict[str, Any], path: Path | None, as_json: bool) -> int:
+    """The config to ``path`` (or stdout); what it leaves to the user goes to stderr."""
+    from tracker.cli._output import fail, print_json
+
+    if path is not None:
+        try:
+            path.write_text(exported["text"], encoding="utf-8")
+        except OSError as err:
+            fail(f"cannot write {path}: {err.strerror or err}", code=2)
+        exported = {**exported, "path": str(path)}
+    if as_json:
+        print_json(exported)
+    elif path is None:
+        sys.stdout.write(exported["text"])
+    for note in exported["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+    if path is not None and not as_json:
+        print(f"wrote plan {exported['plan_hash']} as {exported['format']} to {path}",
+              file=sys.stderr)
+    return 0
+
+
+def _simulated(spec: ModelSpec, setup: Setup) -> dict[str, Any]:
+    """The simulated step (``--simulate``), or why it could not run."""
+    from tracker.simulate import SimulationError, simulate
+
+    try:
+        return simulate(spec, setup).as_dict()
+    except SimulationError as err:
+        return {"error": str(err)}
+
+
+def gpu_named(name: str | None) -> GPU | None:
     if not name:
         return None
     gpu = find(name)
@@ -128,7 +184,7 @@ def _gpu(name: str | None) -> GPU | None:
     return gpu
 
 
-def _history(db: str | None) -> Calibration | None:
+def history(db: str | None) -> Calibration | None:
     """A fit of the user's recorded runs, or None when there is no database or no peak."""
     url = db or default_url()
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
@@ -144,11 +200,11 @@ def _history(db: str | None) -> Calibration | None:
     return calibration if calibration.samples else None
 
 
-def _round(values: dict[str, Any]) -> dict[str, Any]:
+def rounded(values: dict[str, Any]) -> dict[str, Any]:
     return {k: round(v, 3) if isinstance(v, float) else v for k, v in values.items()}
 
 
-def _model_dict(spec: ModelSpec) -> dict[str, Any]:
+def model_dict(spec: ModelSpec) -> dict[str, Any]:
     return {"name": spec.name, "family": spec.family, "params": spec.total_params,
             "layers": spec.n_layers, "hidden": spec.hidden, "heads": spec.n_heads,
             "kv_heads": spec.n_kv_heads, "head_dim": spec.head_dim, "vocab": spec.vocab,
@@ -157,7 +213,7 @@ def _model_dict(spec: ModelSpec) -> dict[str, Any]:
             "source": spec.source, "note": spec.note or None}
 
 
-def _setup_dict(setup: Setup) -> dict[str, Any]:
+def setup_dict(setup: Setup) -> dict[str, Any]:
     out = asdict(setup)
     out["layout"] = {**asdict(setup.layout), "dp": setup.layout.dp}
     return out
@@ -221,6 +277,7 @@ def print_report(report: dict[str, Any], table) -> None:
     table(("component", "GiB"), list(report["breakdown_gib"].items()))
     print(f"\nper GPU at the peak ({report['phase']}): allocated {report['allocated_gib']:.2f} "
           f"GiB, reserved {report['reserved_gib']:.2f} GiB, device {report['device_gib']:.2f} GiB")
+    _print_simulated(report)
     cal = report["calibrated"]
     if cal:
         verdict = "trusted" if cal["trusted"] else "a hint, not trusted"
@@ -241,17 +298,17 @@ def print_report(report: dict[str, Any], table) -> None:
 
 def _print_plans(plans: list[dict[str, Any]], table) -> None:
     for level in LEVELS:
-        rows = [(p["gpu"], p["gpus"], p["layout"], f"{p['micro_batch']} x {p['grad_accum']}",
+        rows = [(n, p["gpu"], p["gpus"], p["layout"], f"{p['micro_batch']} x {p['grad_accum']}",
                  p["device_gib"], int(p["tokens_per_s"]), f"{p['speed']:.0%}",
                  f"{p['host_ram_gib']:g}" if p["host_ram_gib"] else "",
                  f"${p['cost']:,.0f}" if p["cost"] else "", p["summary"])
-                for p in plans if p["level"] == level]
+                for n, p in enumerate(plans, 1) if p["level"] == level]
         if rows:
             title = {"keeps the experiment": "Plans that keep the experiment",
                      "changes the optimizer": "Plans that change the optimizer",
                      "changes the experiment": "If you can change the experiment"}[level]
             print(f"\n{title}:")
-            table(("GPU", "GPUs", "layout", "micro x accum", "GiB/GPU", "tok/s", "speed",
+            table(("#", "GPU", "GPUs", "layout", "micro x accum", "GiB/GPU", "tok/s", "speed",
                    "host RAM GiB/node", "cost", "changes"), rows)
 
 
@@ -269,6 +326,22 @@ def _print_card(card: dict[str, Any]) -> None:
     more = card["more_cards"]
     if more:
         print(f"  or with {more['gpus']} x {more['gpu']} ({more['layout']}): {more['summary']}")
+
+
+def _print_simulated(report: dict[str, Any]) -> None:
+    sim = report.get("simulated")
+    if sim is None:
+        return
+    if "error" in sim:
+        print(f"simulated: {sim['error']}")
+        return
+    analytical = report["allocated_gib"] - report["breakdown_gib"]["overhead"]
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in sim["breakdown_gib"].items())
+    print(f"simulated on the model's code ({sim['phase']}, {sim['seconds']:.1f} s): allocated "
+          f"{sim['allocated_gib']:.2f} GiB against the analytical {analytical:.2f} GiB without "
+          f"workspace ({parts})")
+    for note in sim["notes"]:
+        print(f"  simulation: {note}")
 
 
 def list_models(as_json: bool) -> int:

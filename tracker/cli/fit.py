@@ -23,19 +23,21 @@ def add_parser(sub, parents) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from core.calibration import trust
-    from tracker.calibration import calibrate
+    from tracker.calibration import calibrate, plan_outcomes
 
     store = open_store(args.db)
     for ref, exclude in [(r, True) for r in args.exclude] + [(r, False) for r in args.include]:
         store.set_exclude_from_fit(find_run(store, ref).id, exclude)
     calibration, collected = calibrate(store)
     groups = calibration.ranked_groups()
+    planned = plan_outcomes(store)
     if args.json:
         print_json({
             "groups": [_group_dict(g) for g in groups],
             "runs_used": sorted({s.run_id for s in calibration.samples}),
             "skipped": {str(k): v for k, v in sorted(collected.skipped.items())},
             "mfu_by_gpu": calibration.mfu_by_gpu,
+            "plans": planned,
         })
         return 0
     if not groups:
@@ -49,6 +51,11 @@ def run(args: argparse.Namespace) -> int:
     print()
     for g in groups:
         print(f"{g.label}: {trust(g)[1]}")
+    if planned:
+        print("\nRuns launched from a plan (predicted per GPU vs the recorded peak):")
+        print_table(("run", "plan", "predicted GiB", "peak GiB", "counter", "error"),
+                    [(p["name"], p["plan"], p["predicted_gib"], p["peak_gib"], p["counter"],
+                      _pct(p["error"])) for p in planned])
     if collected.skipped:
         print(f"\n{len(collected.skipped)} run(s) not used:")
         for run_id, why in sorted(collected.skipped.items()):

@@ -65,6 +65,7 @@ def _as_dict(run) -> dict:
         **summary_values(run),
         "shape": run.shape.known(),
         "shape_sources": run.shape.sources,
+        "plan": run.plan_link(),
         "metrics": {
             name: {"count": s.count, "min": s.min, "max": s.max, "last": s.last,
                    "first_step": s.first_step, "last_step": s.last_step,

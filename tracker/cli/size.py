@@ -21,6 +21,8 @@ OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "
               "adafactor", "none")
 
 ARCH = ("layers", "hidden", "heads", "kv_heads", "vocab", "intermediate")
+# core.export.FORMATS, spelt out so --help needs no import.
+EXPORT_FORMATS = ("hf", "accelerate", "deepspeed", "torchtune", "axolotl", "lightning", "launch")
 
 
 def add_parser(sub, parents) -> None:
@@ -94,8 +96,17 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--fit-to-card", action="store_true",
                    help="with --gpu and --gpus: the best setup those cards run, or the smallest "
                         "change that would fit")
+    p.add_argument("--export", metavar="FORMAT", choices=EXPORT_FORMATS,
+                   help="print the top plan (or --plan N) as a framework's config instead of "
+                        "the report: " + ", ".join(EXPORT_FORMATS))
+    p.add_argument("--plan", type=_positive, default=1, metavar="N",
+                   help="with --export: the plan numbered N in the plans table")
+    p.add_argument("-o", "--output", metavar="PATH", type=Path,
+                   help="with --export: write the config to PATH")
     p.add_argument("--margin", type=_fraction, default=MARGIN, help="free fraction to keep")
     p.add_argument("--no-history", action="store_true", help="skip the calibrated prediction")
+    p.add_argument("--simulate", action="store_true",
+                   help="also run one step of the model's own code on fake tensors (seconds)")
     p.add_argument("--list-models", action="store_true", help="list model presets and exit")
     p.add_argument("--list-gpus", action="store_true", help="list the GPU catalog and exit")
     p.add_argument("--json", action="store_true", help="print as JSON")
@@ -159,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
         report = _sizing.size(args)
     except ValueError as err:  # SetupError, ModelError: the user's values do not add up
         fail(str(err), code=2)
+    if args.export:
+        return _sizing.write_export(report["export"], args.output, args.json)
     if args.json:
         print_json(report)
     else:

@@ -78,10 +78,19 @@ class RunSummary:
     severity: str | None = None  # the worst diagnostic finding's (None: no findings)
     last_data_at: datetime | None = None  # when the run's logs last brought new points
     colour: str = ""  # "#rrggbb", the same in every view
+    plan: dict[str, Any] | None = None  # the exported plan it was launched from (hash, GiB)
 
     def stat(self, name: str, attr: str) -> Any:
         info = self.series.get(name)
         return None if info is None else getattr(info, attr)
+
+    def plan_link(self) -> dict[str, Any] | None:
+        """The plan it was launched from beside what it recorded: predicted vs peak GiB."""
+        if not self.plan:
+            return None
+        return {"hash": self.plan.get("hash"), "device_gib": self.plan.get("device_gib"),
+                "peak_allocated_gib": self.stat("mem_peak_gib", "max"),
+                "peak_reserved_gib": self.stat("mem_reserved_gib", "max")}
 
 
 def save(
@@ -285,7 +294,7 @@ _SERIES_COLUMNS = (
 )
 _RUN_COLUMNS = (
     Run.id, Run.name, Run.format, Run.source_path, Run.started_at, Run.ingested_at, Run.status,
-    Run.notes, Run.shape, Run.last_data_at, Run.colour,
+    Run.notes, Run.shape, Run.last_data_at, Run.colour, Run.config["plan"].label("plan"),
 )
 
 
@@ -316,6 +325,7 @@ def summaries(session: Session, run_ids: list[int] | None = None,
             shape=RunShape.from_dict(r.shape), tags=tags[r.id], series=infos[r.id],
             severity=severities.get(r.id), last_data_at=_utc(r.last_data_at),
             colour=r.colour or fallback(r.id),
+            plan=r.plan if isinstance(r.plan, dict) else None,
         )
         for r in runs
     ]

@@ -6,7 +6,9 @@ A million-point series is 16 rows of raw little-endian arrays, written with one
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterable
 
 import numpy as np
 from sqlalchemy import delete, insert, select
@@ -17,6 +19,8 @@ from tracker.db.schema import SeriesChunk, SeriesRow
 from tracker.model import Summary
 
 CHUNK = 1 << 16
+# Chunks inserted per statement: few enough that a long series never sits encoded whole.
+_ROWS_PER_INSERT = 4
 _STEP = np.dtype("<i8")
 _VALUE = np.dtype("<f8")
 
@@ -39,6 +43,34 @@ def summarize(steps: np.ndarray, values: np.ndarray) -> Summary:
     )
 
 
+def _combine(a: Summary, b: Summary) -> Summary:
+    """The summary of two runs of points, ``a``'s before ``b``'s."""
+    if not a.count or not b.count:
+        return b if not a.count else a
+    return Summary(
+        count=a.count + b.count,
+        first_step=a.first_step,
+        last_step=b.last_step,
+        min=_pick(min, a.min, b.min),
+        max=_pick(max, a.max, b.max),
+        last=b.last,
+        first_nonfinite_step=a.first_nonfinite_step if a.first_nonfinite_step is not None
+        else b.first_nonfinite_step,
+    )
+
+
+def _pick(choose, a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else choose(a, b)
+
+
+def summary_of(series: Series) -> Summary:
+    """:func:`summarize` of a series read a chunk at a time."""
+    summary = summarize(np.empty(0), np.empty(0))
+    for part in series.chunks(CHUNK):
+        summary = _combine(summary, summarize(part.steps, part.values))
+    return summary
+
+
 def _num(value: float) -> float | None:
     """A float the database can hold; NaN has no portable form, so it is None."""
     value = float(value)
@@ -47,38 +79,30 @@ def _num(value: float) -> float | None:
 
 def write(session: Session, run_id: int, series: Series) -> int:
     """Insert a new series with all its points; returns its id."""
-    summary = summarize(series.steps, series.values)
-    row = SeriesRow(
-        run_id=run_id,
-        name=series.name,
-        original_name=series.original,
-        has_wall_time=series.wall_time is not None,
-        **summary.__dict__,
-    )
+    row = SeriesRow(run_id=run_id, name=series.name, original_name=series.original,
+                    has_wall_time=series.has_wall_time, count=0)
     session.add(row)
     session.flush()
-    _insert_chunks(session, row.id, series, first_seq=0)
+    _set_summary(row, _insert_chunks(session, row.id, series.chunks(CHUNK), first_seq=0))
     return row.id
 
 
 def replace(session: Session, row: SeriesRow, series: Series) -> None:
     """Rewrite a stored series whose earlier points changed."""
     session.execute(delete(SeriesChunk).where(SeriesChunk.series_id == row.id))
-    _set_summary(row, summarize(series.steps, series.values))
     row.original_name = series.original
-    row.has_wall_time = series.wall_time is not None
-    _insert_chunks(session, row.id, series, first_seq=0)
+    row.has_wall_time = series.has_wall_time
+    _set_summary(row, _insert_chunks(session, row.id, series.chunks(CHUNK), first_seq=0))
 
 
 def extends(row: SeriesRow, series: Series) -> bool:
     """True when ``series`` is the stored one plus new points at the end."""
     n = row.count
-    if len(series) < n or n == 0 or (series.wall_time is not None) != row.has_wall_time:
+    if len(series) < n or n == 0 or series.has_wall_time != row.has_wall_time:
         return False
-    same_step = int(series.steps[n - 1]) == row.last_step
-    last = series.values[n - 1]
-    same_value = (row.last is None and math.isnan(last)) or row.last == float(last)
-    return same_step and same_value
+    step, last = series.at(n - 1)
+    same_value = (row.last is None and math.isnan(last)) or row.last == last
+    return step == row.last_step and same_value
 
 
 def append(session: Session, row: SeriesRow, series: Series) -> int:
@@ -90,21 +114,22 @@ def append(session: Session, row: SeriesRow, series: Series) -> int:
     added = len(series) - row.count
     if added <= 0:
         return 0
-    new = _slice(series, row.count, len(series))
     last = session.execute(
         select(SeriesChunk).where(SeriesChunk.series_id == row.id).order_by(SeriesChunk.seq.desc())
     ).scalars().first()
-    first_seq = 0
+    start, first_seq, head = row.count, 0, None
     if last is not None and last.n < CHUNK:
-        head = _decode(last)
-        new = _concat(head, new)
-        first_seq = last.seq
+        head, first_seq = _decode(last), last.seq
+        start += CHUNK - last.n  # the new points that fill the short chunk up
         session.delete(last)
         session.flush()
     elif last is not None:
         first_seq = last.seq + 1
-    _insert_chunks(session, row.id, new, first_seq=first_seq)
-    _set_summary(row, summarize(series.steps, series.values))
+    pieces = series.chunks(CHUNK, start)
+    if head is not None:
+        pieces = itertools.chain([_concat(head, series.slice(row.count, start))], pieces)
+    _insert_chunks(session, row.id, pieces, first_seq=first_seq)
+    _set_summary(row, summary_of(series))
     return added
 
 
@@ -143,10 +168,13 @@ def decode_steps(blob: bytes, n: int) -> np.ndarray:
     return np.frombuffer(blob, _STEP)
 
 
-def _insert_chunks(session: Session, series_id: int, series: Series, first_seq: int) -> None:
+def _insert_chunks(session: Session, series_id: int, pieces: Iterable[Series], first_seq: int) -> Summary:
+    """Insert chunks of at most CHUNK points, a few per statement (memory stays a few chunks
+    whatever the series' length); returns the summary of the points written."""
+    summary = summarize(np.empty(0), np.empty(0))
     rows = []
-    for seq, start in enumerate(range(0, len(series), CHUNK), start=first_seq):
-        part = _slice(series, start, start + CHUNK)
+    for seq, part in enumerate(pieces, start=first_seq):
+        summary = _combine(summary, summarize(part.steps, part.values))
         rows.append(
             {
                 "series_id": series_id,
@@ -159,13 +187,12 @@ def _insert_chunks(session: Session, series_id: int, series: Series, first_seq: 
                 else part.wall_time.astype(_VALUE, copy=False).tobytes(),
             }
         )
+        if len(rows) == _ROWS_PER_INSERT:
+            session.execute(insert(SeriesChunk), rows)
+            rows = []
     if rows:
         session.execute(insert(SeriesChunk), rows)
-
-
-def _slice(series: Series, start: int, stop: int) -> Series:
-    wall = None if series.wall_time is None else series.wall_time[start:stop]
-    return Series(series.name, series.steps[start:stop], series.values[start:stop], series.original, wall)
+    return summary
 
 
 def _decode(chunk: SeriesChunk) -> Series:

@@ -14,6 +14,8 @@ from typing import IO, Any
 import numpy as np
 
 HEAD_BYTES = 64 * 1024
+# Bytes of a big log parsed at a time: its size never sets the memory an ingest takes.
+BLOCK_BYTES = 4 << 20
 # Deeper JSON or YAML is no log: C parsers recurse once per level and overflow the stack.
 MAX_DEPTH = 100
 # Values a YAML document may expand to through its aliases (a 442-byte "billion laughs" has 10**9).

@@ -42,8 +42,47 @@ class Points:
         return Points(self.steps[keep], self.values[keep], wall, self.positions[keep])
 
 
+@dataclass(frozen=True)
+class Back:
+    """A place where one metric's step goes back: to ``step``, from ``from_step``."""
+
+    step: int
+    position: int
+    from_step: int
+    wall: float | None
+
+
+class Backs:
+    """Where one metric's step goes back, gathered a run of points at a time (a reader
+    that streams a log sees each metric in pieces)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.found: list[Back] = []  # kept while few enough to be resumes
+        self._last: int | None = None
+
+    def add(self, points: Points) -> None:
+        steps = points.steps
+        if not len(steps):
+            return
+        before = steps[0] if self._last is None else self._last
+        previous = np.concatenate(([before], steps[:-1]))
+        backs = np.flatnonzero(steps < previous)
+        self.count += len(backs)
+        if self.count > MAX_RESTARTS:
+            self.found = []  # a counter that resets: only the count matters
+        else:
+            self.found.extend(_back(points, int(i), int(previous[i])) for i in backs)
+        self._last = int(steps[-1])
+
+
+def _back(points: Points, index: int, from_step: int) -> Back:
+    wall = None if points.wall_time is None else float(points.wall_time[index])
+    return Back(int(points.steps[index]), int(points.positions[index]), from_step, wall)
+
+
 @dataclass
-class _Resume:
+class Resume:
     """Where the run went back: the step, the first position after it, what it touched."""
 
     step: int
@@ -60,43 +99,53 @@ def untangle(columns: dict[str, Points]) -> tuple[dict[str, Points], list[RunEve
     A resume is seen where some metric's step goes back; every metric then
     loses the points written before that position at steps >= the resumed one.
     """
-    warnings = []
-    resumes: list[_Resume] = []
-    counters = set()
+    backs = {}
     for name, points in columns.items():
-        backs = np.flatnonzero(points.steps[1:] < points.steps[:-1]) + 1
-        if len(backs) > MAX_RESTARTS:
-            warnings.append(f"{name!r}: the step goes back {len(backs)} times; "
+        backs[name] = Backs()
+        backs[name].add(points)
+    resumes, counters, warnings = find_resumes(backs)
+    if not resumes:
+        return columns, [], warnings
+    out = {name: points if name in counters else drop_orphans(points, resumes)
+           for name, points in columns.items()}
+    return out, events(resumes), warnings
+
+
+def find_resumes(backs: dict[str, Backs]) -> tuple[list[Resume], set[str], list[str]]:
+    """The resumes the metrics' step-backs show (metrics in the order given), the metrics
+    whose step resets too often to be resumed (kept as written), and a warning for each."""
+    warnings = []
+    resumes: list[Resume] = []
+    counters = set()
+    for name, found in backs.items():
+        if found.count > MAX_RESTARTS:
+            warnings.append(f"{name!r}: the step goes back {found.count} times; "
                             "kept every point as written (a step counter that resets?)")
             counters.add(name)
         else:
-            for index in backs:
-                _note(resumes, name, points, int(index))
-    if not resumes:
-        return columns, [], warnings
-    out = {name: points if name in counters else _drop_orphans(points, resumes)
-           for name, points in columns.items()}
-    return out, [_event(r) for r in resumes], warnings
+            for back in found.found:
+                _note(resumes, name, back)
+    return resumes, counters, warnings
 
 
-def _note(resumes: list[_Resume], name: str, points: Points, index: int) -> None:
+def _note(resumes: list[Resume], name: str, back: Back) -> None:
     """Add one metric's step-back to the resume it belongs to, or start a new one.
 
     Metrics logged together go back to the same step; a metric that goes back
     to that step a second time means the run resumed from it twice.
     """
-    step, position = int(points.steps[index]), int(points.positions[index])
-    wall = None if points.wall_time is None else float(points.wall_time[index])
     for resume in resumes:
-        if resume.step == step and name not in resume.metrics:
+        if resume.step == back.step and name not in resume.metrics:
             resume.metrics.append(name)
-            resume.position = min(resume.position, position)
-            resume.from_step = max(resume.from_step, int(points.steps[index - 1]))
+            resume.position = min(resume.position, back.position)
+            resume.from_step = max(resume.from_step, back.from_step)
             return
-    resumes.append(_Resume(step, position, int(points.steps[index - 1]), wall, [name]))
+    resumes.append(Resume(back.step, back.position, back.from_step, back.wall, [name]))
 
 
-def _drop_orphans(points: Points, resumes: list[_Resume]) -> Points:
+def drop_orphans(points: Points, resumes: list[Resume]) -> Points:
+    """``points`` without those a resume replaced (a run of a metric's points at a time works:
+    each resume counts what it dropped)."""
     keep = np.ones(len(points.steps), dtype=bool)
     for resume in sorted(resumes, key=lambda r: r.position):
         orphan = keep & (points.positions < resume.position) & (points.steps >= resume.step)
@@ -105,7 +154,11 @@ def _drop_orphans(points: Points, resumes: list[_Resume]) -> Points:
     return points if keep.all() else points.take(keep)
 
 
-def _event(resume: _Resume) -> RunEvent:
+def events(resumes: list[Resume]) -> list[RunEvent]:
+    return [_event(r) for r in resumes]
+
+
+def _event(resume: Resume) -> RunEvent:
     message = (f"resumed at step {resume.step} after reaching step {resume.from_step}; "
                f"{resume.dropped} points logged at steps >= {resume.step} before the resume "
                "were replaced")

@@ -1,32 +1,35 @@
-"""Vectorised parsing of line-per-record logs (JSONL, CSV) into series.
+"""Vectorised parsing of line-per-record logs (JSONL, CSV) into numeric columns.
 
-pyarrow parses the whole file in C; only when it refuses (NaN literals, a type
-that changes mid-file, a broken line) does a line-by-line parse take over, which
-is slower but names the exact line that is wrong.
+pyarrow parses in C; only when it refuses (NaN literals, a type that changes
+mid-file, a broken line) does a line-by-line parse take over, which is slower
+but names the exact line that is wrong. A big file is parsed a block of whole
+lines at a time (:func:`json_lines_blocks`, :func:`csv_blocks`), for
+:mod:`tracker.readers._table` to turn into series in bounded memory.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.runlog import RunLog
+from tracker.readers import _common
 from tracker.readers._common import (
     ReaderError,
     check_depth,
-    check_file_depth,
     head,
     looks_binary,
     number,
     open_regular,
     parse_json,
-    read_regular,
 )
+
+if TYPE_CHECKING:
+    from tracker.readers._table import Block
 
 # Column names that count the optimizer step, most specific first.
 STEP_COLUMNS = (
@@ -56,7 +59,9 @@ class Column:
 
     Whole-number columns stay int64, so steps near 2**63 keep every digit. ``bad``
     counts text cells that were no number (missing points), the first at row
-    ``first_bad``; ``line_of`` turns a row into its line in the file.
+    ``first_bad``; ``line_of`` turns a row into its line in the file. A column
+    pyarrow typed as text has ``text_cells`` (its non-null cells): its numbers
+    count only if they are most of them, judged over the whole file (:func:`decided`).
     """
 
     values: np.ndarray
@@ -64,24 +69,36 @@ class Column:
     bad: int = 0
     first_bad: int = -1
     line_of: Callable[[int], int] | None = None
+    text_cells: int | None = None
 
 
-def jsonl_rows(data: bytes) -> list[dict[str, Any]]:
-    """Parse JSON lines one by one, so an error names its line.
+def decided(columns: dict[str, Column]) -> dict[str, Column]:
+    """The numeric columns of a whole file: those with numbers, and text columns only where
+    most cells are."""
+    out = {}
+    for name, col in columns.items():
+        found = int(col.present.sum())
+        if found and (col.text_cells is None or 2 * found >= col.text_cells):
+            out[name] = replace(col, text_cells=None)
+    return out
+
+
+def jsonl_rows(data: bytes, first_line: int = 1) -> list[dict[str, Any]]:
+    """Parse JSON lines one by one, so an error names its line (``data`` starts at ``first_line``).
 
     A last line without a newline that does not parse is taken as still being
     written and left out; any other bad line is an error.
     """
     lines = data.split(b"\n")
     rows = []
-    for number_, raw in enumerate(lines, start=1):
+    for number_, raw in enumerate(lines, start=first_line):
         raw = raw.strip()
         if not raw:
             continue
         try:
             value = parse_json(raw.decode("utf-8", errors="replace"))
         except ReaderError as err:
-            is_last = number_ == len(lines)
+            is_last = number_ == first_line + len(lines) - 1
             if is_last and not data.endswith(b"\n"):
                 break
             raise ReaderError(f"line {number_}: {str(err).split(': ', 1)[-1]}") from None
@@ -99,20 +116,86 @@ def jsonl_columns(data: bytes) -> dict[str, Column]:
     """
     if looks_binary(data[:65536]):
         raise ReaderError("binary data, not JSON lines")
-    check_depth(data)
-    if len(data) < SMALL_JSONL:
-        return _with_lines(rows_to_columns(jsonl_rows(data)), lambda row: jsonl_line(data, row))
-    table = _arrow_json(data)
-    if table is None and not data.endswith(b"\n"):
+    block = json_block(data, 1, python=len(data) < SMALL_JSONL)
+    return _with_lines(decided(block.columns), lambda row: jsonl_line(data, row))
+
+
+def json_block(data: bytes, first_line: int, python: bool) -> Block:
+    """A block of JSON lines (whole lines, from ``first_line``): its candidate columns.
+
+    pyarrow parses it unless ``python``; when it refuses, the block is parsed line
+    by line, which names a broken line.
+    """
+    from tracker.readers._table import Block
+
+    check_depth(data, first_line)
+    table = None if python else _arrow_json(data)
+    if table is None and not python and not data.endswith(b"\n"):
         # A live log's half-written last line: parse the complete lines fast, as jsonl_rows would.
         table = _arrow_json(data[: data.rfind(b"\n") + 1])
     if table is None:
-        return _with_lines(rows_to_columns(jsonl_rows(data)), lambda row: jsonl_line(data, row))
+        rows = jsonl_rows(data, first_line)
+        return Block(rows_to_columns(rows, text_only=True), len(rows), python=True)
     try:
         columns = _numeric_arrow_columns(table)
     except UnicodeDecodeError:  # pyarrow keeps invalid UTF-8 in text values as it found it
-        return jsonl_columns(data.decode("utf-8", errors="replace").encode("utf-8"))
-    return _with_lines(columns, lambda row: jsonl_line(data, row))
+        return json_block(bytes(data).decode("utf-8", errors="replace").encode("utf-8"), first_line,
+                          python)
+    return Block(columns, table.num_rows, kinds=dict(_kinds(table.schema)))
+
+
+def json_lines_blocks(path: Path, prepare: Callable[[bytearray, int], None] | None = None
+                      ) -> Callable[[bool], Iterator[Block]]:
+    """The blocks of a JSON-lines file, as :func:`tracker.readers._table.read_table` reads them.
+
+    ``prepare(block, offset)`` may blank lines that are no rows (Headroom's records)
+    in place; a row's line is found again, when a warning names it, the same way.
+    """
+    _text_head(path, "JSON lines")
+    small = path.stat().st_size < SMALL_JSONL
+
+    def blocks(python: bool) -> Iterator[Block]:
+        for data, offset, line in line_blocks(path):
+            if prepare is not None:
+                prepare(data, offset)
+            block = json_block(data, line, python or small)
+            block.line_of = _line_finder(path, offset, len(data), line, prepare)
+            yield block
+
+    return blocks
+
+
+def _line_finder(path: Path, offset: int, size: int, line: int,
+                 prepare: Callable[[bytearray, int], None] | None) -> Callable[[int], int]:
+    """A row's line in a block, read again from the file (only a warning or an error asks)."""
+    def line_of(row: int) -> int:
+        with open_regular(path) as f:
+            f.seek(offset)
+            data = bytearray(f.read(size))
+        if prepare is not None:
+            prepare(data, offset)
+        return line - 1 + jsonl_line(data, row)
+
+    return line_of
+
+
+def line_blocks(path: Path) -> Iterator[tuple[bytearray, int, int]]:
+    """A text file a block of whole lines at a time (the last may end without a newline):
+    (block, its byte offset, the number of its first line). A file of up to
+    ``BLOCK_BYTES`` is one block; a line longer than that is read whole."""
+    size = _common.BLOCK_BYTES
+    with open_regular(path) as f:
+        data, offset, line = bytearray(f.read(size)), 0, 1
+        while more := f.read(size):
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                yield data[:cut], offset, line
+                line += data.count(b"\n", 0, cut)
+                offset += cut
+                del data[:cut]
+            data += more
+        if data:
+            yield data, offset, line
 
 
 def jsonl_line(data: bytes, row: int) -> int:
@@ -125,17 +208,19 @@ def jsonl_line(data: bytes, row: int) -> int:
     return number_
 
 
-def _with_lines(columns: dict[str, Column], line_of: Callable[[int], int]) -> dict[str, Column]:
+def _with_lines(columns: dict[str, Column], line_of: Callable[[int], int] | None) -> dict[str, Column]:
     for column in columns.values():
         column.line_of = line_of
     return columns
 
 
-def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, Column]:
+def rows_to_columns(rows: list[dict[str, Any]], text_only: bool = False) -> dict[str, Column]:
     """Numeric columns from parsed rows (flattening nested objects with "/").
 
     Whole numbers stay exact; a text value that is no number is a missing point,
-    counted, in a column that otherwise holds numbers.
+    counted, in a column that otherwise holds numbers. ``text_only`` adds the keys
+    that hold only text here, pointless, for a block whose file has numbers under
+    them elsewhere.
     """
     cells: dict[str, dict[int, int | float]] = {}
     text: dict[str, list[int]] = {}
@@ -146,7 +231,12 @@ def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, Column]:
                 cells.setdefault(key, {})[i] = x
             elif isinstance(value, str) and value.strip():
                 text.setdefault(key, []).append(i)
-    return {key: _column(found, len(rows), text.get(key, [])) for key, found in cells.items()}
+    columns = {key: _column(found, len(rows), text.get(key, [])) for key, found in cells.items()}
+    if text_only:
+        for key in (k for k in text if k not in cells):
+            columns[key] = Column(np.full(len(rows), np.nan), np.zeros(len(rows), bool),
+                                  len(text[key]), text[key][0])
+    return columns
 
 
 def _exact(value: Any) -> int | float | None:
@@ -187,27 +277,6 @@ def _flat_items(row: dict[str, Any], prefix: str = ""):
             yield name, value
 
 
-def jsonl_file_columns(path: Path) -> dict[str, Column]:
-    """:func:`jsonl_columns` of a file, parsed in place (memory-mapped) when pyarrow takes it
-    whole; a file it refuses is read for the line-by-line parse that names what is wrong."""
-    _text_head(path, "JSON lines")
-    if path.stat().st_size < SMALL_JSONL:
-        return jsonl_columns(path.read_bytes())
-    import pyarrow as pa
-
-    check_file_depth(path)
-    with pa.memory_map(str(path)) as source:
-        table = _arrow_json(source)
-    if table is not None:
-        try:
-            columns = _numeric_arrow_columns(table)
-        except UnicodeDecodeError:
-            pass  # invalid UTF-8 in text values: the bytes path replaces it
-        else:
-            return _with_lines(columns, lambda row: jsonl_line(read_regular(path), row))
-    return jsonl_columns(read_regular(path))
-
-
 def _arrow_json(data):
     """pyarrow's parse of JSON lines (bytes or an open pyarrow file), or None when it refuses."""
     import pyarrow as pa
@@ -220,11 +289,27 @@ def _arrow_json(data):
     try:
         return pj.read_json(
             data,
-            read_options=pj.ReadOptions(block_size=1 << 22),
+            read_options=pj.ReadOptions(block_size=1 << 21),  # a block parses in two, in parallel
             parse_options=pj.ParseOptions(newlines_in_values=False),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def _kinds(schema, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """Each JSON field's kind as pyarrow typed it ("number", "text", "bool", "struct"...);
+    a field of two kinds in two blocks is one pyarrow refuses in a whole file."""
+    import pyarrow as pa
+
+    for item in schema:
+        name, kind = f"{prefix}{item.name}", item.type
+        if pa.types.is_struct(kind):
+            yield name, "struct"
+            yield from _kinds(kind, f"{name}/")
+        elif not pa.types.is_null(kind):
+            number_ = pa.types.is_integer(kind) or pa.types.is_floating(kind)
+            text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            yield name, "number" if number_ else "text" if text else str(kind)
 
 
 def _numeric_arrow_columns(table) -> dict[str, Column]:
@@ -253,71 +338,98 @@ def _arrow_numeric(col) -> Column | None:
     """A pyarrow column as a numeric Column, or None when it holds no numbers.
 
     Integers stay int64 (unsigned ones past 2**63 become floats, so a step out
-    of range is seen); text that is mostly numbers (newer HF writes '2.105')
-    keeps its numbers, and its other cells are counted missing points.
+    of range is seen); a text column (newer HF writes '2.105') gives its numbers,
+    its other cells counted as missing points, for :func:`decided` to keep when
+    they are most of its cells.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    bad, first_bad = 0, -1
+    bad, first_bad, cells = 0, -1, None
     if pa.types.is_integer(col.type):
         fits = not pa.types.is_uint64(col.type) or (pc.max(col).as_py() or 0) <= STEP_RANGE[1]
         numbers = col.cast(pa.int64() if fits else pa.float64())
     elif pa.types.is_floating(col.type):
         numbers = col.cast(pa.float64())
     elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        found = _text_numbers(col)
-        if found is None:
-            return None
-        numbers, bad, first_bad = found
+        numbers, bad, first_bad, cells = _text_numbers(col)
     else:
         return None
     present = numbers.is_valid().to_numpy(zero_copy_only=False)
     fill = 0 if pa.types.is_integer(numbers.type) else math.nan
-    return Column(numbers.fill_null(fill).to_numpy(zero_copy_only=False), present, bad, first_bad)
+    return Column(numbers.fill_null(fill).to_numpy(zero_copy_only=False), present, bad, first_bad,
+                  text_cells=cells)
 
 
 def _text_numbers(col):
-    """Numbers of a text column whose non-empty cells are mostly numbers: (floats, bad, first bad)."""
+    """The numbers of a text column: (floats, cells that are none, the first of them, non-null cells)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    valid = pc.count(col).as_py()
     numeric = pc.fill_null(pc.match_substring_regex(col, _NUMBER, ignore_case=True), False)
-    found = pc.sum(numeric).as_py() or 0
-    if not found or 2 * found < valid:
-        return None
     cleaned = pc.if_else(numeric, pc.replace_substring(col, ",", ""), pa.scalar(None, col.type))
     floats = pc.cast(cleaned, pa.float64(), safe=False)
     bad_rows = np.flatnonzero(col.is_valid().to_numpy(zero_copy_only=False)
                               & ~numeric.to_numpy(zero_copy_only=False))
-    return floats, len(bad_rows), int(bad_rows[0]) if len(bad_rows) else -1
+    return floats, len(bad_rows), int(bad_rows[0]) if len(bad_rows) else -1, pc.count(col).as_py()
 
 
 def csv_columns(path: Path) -> dict[str, Column]:
-    """Numeric columns of a CSV/TSV file (empty cells are NaN), with a named error."""
+    """Numeric columns of a whole CSV/TSV file (empty cells are NaN), with a named error."""
     import pyarrow as pa
-    import pyarrow.csv as pc
 
     start = _text_head(path, "CSV")
     delimiter = _delimiter(path, start)
+    # Mapped, not read into a bytes object: pyarrow parses the page cache in place.
+    with pa.memory_map(str(path)) as source:
+        table = _csv_table(source, _csv_header(path, start, delimiter), delimiter)
+    return _with_lines(decided(_csv_numeric(table)), _csv_line)
+
+
+def csv_blocks(path: Path) -> Callable[[bool], Iterator[Block]]:
+    """The blocks of a CSV/TSV file, as :func:`tracker.readers._table.read_table` reads them:
+    the first with the header, the others with its names."""
+    import pyarrow as pa
+    import pyarrow.csv as pc
+
+    from tracker.readers._table import Block
+
+    start = _text_head(path, "CSV")
+    delimiter = _delimiter(path, start)
+    header = _csv_header(path, start, delimiter)
+
+    def blocks(_python: bool) -> Iterator[Block]:
+        options, rows = header, 0
+        for data, _offset, _line in line_blocks(path):
+            table = _csv_table(pa.py_buffer(data), options, delimiter)
+            options = pc.ReadOptions(column_names=table.column_names)
+            yield Block(_csv_numeric(table), table.num_rows, lambda row, base=rows: _csv_line(base + row))
+            rows += table.num_rows
+
+    return blocks
+
+
+def _csv_table(source, read_options, delimiter: str):
+    import pyarrow as pa
+    import pyarrow.csv as pc
+
     try:
-        # Mapped, not read into a bytes object: pyarrow parses the page cache in place.
-        with pa.memory_map(str(path)) as source:
-            table = pc.read_csv(
-                source,
-                read_options=_csv_header(path, start, delimiter),
-                parse_options=pc.ParseOptions(delimiter=delimiter),
-                # Empty and NA-style cells are missing; "nan" and "inf" written by the log are values.
-                convert_options=pc.ConvertOptions(null_values=NULL_CELLS, strings_can_be_null=True),
-            )
+        return pc.read_csv(
+            source,
+            read_options=read_options,
+            parse_options=pc.ParseOptions(delimiter=delimiter),
+            # Empty and NA-style cells are missing; "nan" and "inf" written by the log are values.
+            convert_options=pc.ConvertOptions(null_values=NULL_CELLS, strings_can_be_null=True),
+        )
     except pa.ArrowInvalid as err:
         raise ReaderError(_csv_reason(str(err))) from None
+
+
+def _csv_numeric(table) -> dict[str, Column]:
     columns = {}
     for name, col in zip(table.column_names, table.columns, strict=True):
         column = _arrow_numeric(col)
         if column is not None:
-            column.line_of = _csv_line
             columns[name] = column
     return columns
 
@@ -376,7 +488,7 @@ def _csv_reason(message: str) -> str:
     return first.replace("CSV parse error: ", "malformed CSV: ")[:160]
 
 
-def step_column(columns: dict[str, Column]) -> str | None:
+def step_column(columns: Iterable[str]) -> str | None:
     """The column that counts steps, if one has a recognised name."""
     lowered = {name.lower(): name for name in columns}
     for candidate in STEP_COLUMNS:
@@ -385,110 +497,38 @@ def step_column(columns: dict[str, Column]) -> str | None:
     return None
 
 
-def add_columns(
-    run: RunLog,
-    columns: dict[str, Column],
-    steps: Column,
-    skip: set[str] | None = None,
-    wall_time: Column | None = None,
-) -> RunLog:
-    """Add each column as a series, keeping the rows where it has a value and a step.
-
-    A NaN the log wrote is kept (it is present); an empty cell is not a point.
-    """
-    skip = skip or set()
-    for name, col in columns.items():
-        if name in skip:
-            continue
-        keep = steps.present & col.present
-        if col.bad:
-            run.warnings.append(f"{name}: {col.bad} non-numeric cell(s) taken as missing "
-                                f"(first on {_where(col, col.first_bad)})")
-        if not keep.any():
-            continue
-        wall = None
-        if wall_time is not None and wall_time.present[keep].all():
-            wall = wall_time.values[keep]
-        run.add_series(name, _steps(steps)[keep], col.values[keep], wall)
-    return run
-
-
-def _steps(steps: Column) -> np.ndarray:
-    """The steps as int64; one outside that range is an error naming its line, never wrapped."""
-    values = steps.values
-    if values.dtype.kind != "f":
-        return values.astype(np.int64)
-    low, high = STEP_RANGE
-    outside = np.flatnonzero(steps.present & ((values < low) | (values >= 2.0**63)))
-    if len(outside):
-        row = int(outside[0])
-        shown = f"{values[row]:.0f}" if math.isfinite(values[row]) else str(values[row])
-        raise ReaderError(f"{_where(steps, row)}: step {shown} is outside the 64-bit range "
-                          f"steps are stored in ({low:,} to {high:,})")
-    return values.astype(np.int64)
-
-
-def _where(col: Column, row: int) -> str:
-    return f"line {col.line_of(row)}" if col.line_of else f"row {row + 1}"
-
-
-def add_table(run: RunLog, columns: dict[str, Column], step: str | None = None) -> RunLog:
-    """A generic table's numeric columns as series of ``run``.
-
-    The step is ``step`` or else the first column with a step-like name that
-    most rows carry; rows without one take the step of the row before (an eval
-    line), and metrics that only appear after the last step (a final summary
-    line) go to the summary. With no step column the row number is the step,
-    and the run says so in a warning.
-    """
-    if not columns:
-        raise ReaderError("no numeric columns")
-    step_name = step or _dense_step_column(columns)
-    wall_name = wall_column(columns, exclude=step_name)
-    metrics = {k: c for k, c in columns.items() if k not in (step_name, wall_name)}
-    if not metrics:
-        raise ReaderError(f"no numeric columns besides {step_name or wall_name!r}")
-    wall = None if wall_name is None else _epoch_seconds(columns[wall_name])
-    if step_name is None:
-        n = len(next(iter(columns.values())).values)
-        run.warnings.append(NO_STEP)
-        return add_columns(run, metrics, Column(np.arange(n, dtype=np.float64), np.ones(n, bool)),
-                           wall_time=wall)
-    raw = columns[step_name]
-    stated = replace(raw, present=raw.present & np.isfinite(raw.values))
-    after_last = np.arange(len(raw.values)) > np.flatnonzero(stated.present).max(initial=-1)
-    for name, col in list(metrics.items()):
-        if col.present.any() and after_last[col.present].all():
-            run.summary[name] = float(col.values[col.present][-1])
-            del metrics[name]
-    return add_columns(run, metrics, carried(stated), wall_time=wall)
-
-
-def _dense_step_column(columns: dict[str, Column]) -> str | None:
-    """The step column, if it is on most rows (not a step written once on a final line)."""
-    name = step_column(columns)
-    return name if name is not None and columns[name].present.mean() >= 0.5 else None
+def wall_candidates(columns: Iterable[str], exclude: str | None = None) -> Iterator[str]:
+    """Columns whose name says they may hold each row's wall-clock time, most likely first."""
+    lowered = {name.lower(): name for name in columns if name != exclude}
+    return (lowered[c] for c in WALL_COLUMNS if c in lowered)
 
 
 def wall_column(columns: dict[str, Column], exclude: str | None = None) -> str | None:
     """The column holding each row's epoch time (seconds or milliseconds), if any."""
-    lowered = {name.lower(): name for name in columns if name != exclude}
-    for candidate in WALL_COLUMNS:
-        name = lowered.get(candidate)
-        if name is not None and _epoch_seconds(columns[name]) is not None:
-            return name
-    return None
+    found = (n for n in wall_candidates(columns, exclude) if _epoch_seconds(columns[n]) is not None)
+    return next(found, None)
 
 
 def _epoch_seconds(col: Column) -> Column | None:
     """Epoch times in seconds (milliseconds are scaled), or None for other numbers."""
     values = col.values[col.present]
-    if len(values) == 0 or not np.isfinite(values).all():
+    finite = bool(np.isfinite(values).all())
+    low, high = (values.min(), values.max()) if finite and len(values) else (0.0, 0.0)
+    divisor = epoch_divisor(len(values), finite, low, high)
+    if divisor is None:
         return None
-    if (values > 1e8).all() and (values < 1e11).all():
-        return col
-    if (values > 1e11).all() and (values < 1e14).all():
-        return Column(col.values / 1000.0, col.present)
+    return col if divisor == 1.0 else Column(col.values / divisor, col.present)
+
+
+def epoch_divisor(count: int, finite: bool, low: float, high: float) -> float | None:
+    """1 for epoch seconds, 1000 for milliseconds, None for other numbers: from the count,
+    finiteness and range of a column's values."""
+    if not count or not finite:
+        return None
+    if low > 1e8 and high < 1e11:
+        return 1.0
+    if low > 1e11 and high < 1e14:
+        return 1000.0
     return None
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from core.runlog import RunLog
 from tracker.readers._common import file_run_name, head_text, number
-from tracker.readers._tabular import STEP_COLUMNS, add_table, csv_columns
+from tracker.readers._table import read_table
+from tracker.readers._tabular import STEP_COLUMNS, csv_blocks
 
 SUFFIXES = (".csv", ".tsv")
 HEAD = 16384
@@ -41,13 +42,12 @@ def sniff(path: Path) -> float:
 
 
 def read(path: Path) -> RunLog:
-    columns = csv_columns(path)
-    name = file_run_name(path)
+    table = read_table(csv_blocks(path))
+    name, names = file_run_name(path), None
     match = _TB_EXPORT.match(path.stem)
-    if match and list(columns) == _TB_COLUMNS:
-        columns[match["tag"]] = columns.pop("Value")
-        name = match["run"] or name
-    return add_table(RunLog(format="csv", name=name), columns)
+    if match and table.numeric() == _TB_COLUMNS:
+        name, names = match["run"] or name, {"Value": match["tag"]}
+    return table.finish(RunLog(format="csv", name=name), names)
 
 
 def _head_rows(text: str) -> list[list[str]]:

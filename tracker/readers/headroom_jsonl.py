@@ -9,14 +9,15 @@ richest account of it, so it wins over the framework's own files beside it.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 
 from core.runlog import CheckpointRef, RunEvent, RunLog
 from core.shape import RunShape
-from tracker.readers._common import ReaderError, head, number, parse_json
-from tracker.readers._tabular import add_columns, jsonl_columns
+from tracker.readers._common import ReaderError, head, number, open_regular, parse_json
+from tracker.readers._table import Layout, read_table
+from tracker.readers._tabular import json_lines_blocks
+from tracker.readers.crash import oom_event
 from tracker.record.writer import RUN_FILE
 
 SOURCE = "headroom header"
@@ -36,11 +37,11 @@ def read(path: Path) -> RunLog:
         run = read(path / RUN_FILE)
         run.sources = [path / RUN_FILE]
         return run
-    data = _read(path)
-    end = data.find(b"\n")
-    end = len(data) if end < 0 else end  # the header line's end
+    with open_regular(path) as f:
+        line = f.readline()
+    end = len(line) - line.endswith(b"\n")  # the header line's end
     try:
-        header = parse_json(data[:end].decode("utf-8", errors="replace"))
+        header = parse_json(line[:end].decode("utf-8", errors="replace"))
     except ReaderError:
         raise ReaderError("line 1: the Headroom header is not valid JSON") from None
     info = header.get("run", {}) if isinstance(header, dict) else {}
@@ -48,30 +49,24 @@ def read(path: Path) -> RunLog:
     run.started = _time(info.get("started"))
     run.shape = _shape(info.get("shape"))
     run.config = info.get("config") or {}
-    data[:end] = b" " * end  # the rows' parser skips blank lines, and line numbers stay
-    records = _take_records(data, end)
-    columns = jsonl_columns(data)
-    steps = columns.pop("step", None)
-    if steps is None:
-        if columns:
-            raise ReaderError("metric lines have no \"step\" key")
-    else:
-        add_columns(run, columns, steps, skip={"wall_time"}, wall_time=columns.get("wall_time"))
-    for record in records:
+    records: dict[int, list[dict]] = {}  # by the byte offset of their block
+
+    def prepare(data: bytearray, offset: int) -> None:
+        """Blank the header and the records: the rows' parser skips blank lines, and line
+        numbers stay."""
+        start = end if offset == 0 else 0
+        data[:start] = b" " * start
+        records[offset] = _take_records(data, start)
+
+    read_table(json_lines_blocks(path, prepare), Layout("step", recorded=True)).finish(run)
+    found = [record for offset in sorted(records) for record in records[offset]]
+    for record in found:
         _add_record(run, record)
     # The recorders end a run with a summary record; a log without one is still being written
     # (or its process was killed: the app calls it "crashed?" once it stops growing).
-    ended = any(isinstance(r.get("summary"), dict) for r in records)
+    ended = any(isinstance(r.get("summary"), dict) for r in found)
     run.status = "finished" if ended else "running"
     return run
-
-
-def _read(path: Path) -> bytearray:
-    """The file as a mutable buffer, so record lines can be blanked out without a copy."""
-    with open(path, "rb") as f:
-        data = bytearray(os.fstat(f.fileno()).st_size)
-        del data[f.readinto(data):]  # a log that shrank since the stat
-    return data
 
 
 def _take_records(data: bytearray, start: int) -> list[dict]:
@@ -120,6 +115,8 @@ def _add_record(run: RunLog, record: dict) -> None:
     if isinstance(record.get("event"), dict):
         event = record["event"]
         data = {k: v for k, v in event.items() if k not in ("kind", "message")}
+        if event.get("kind") == "oom":  # the recorder keeps torch's message; its sizes are data
+            data = {**oom_event(str(event.get("message", ""))).data, **data}
         run.events.append(
             RunEvent(str(event.get("kind", "event")), step, str(event.get("message", "")), data,
                      record.get("wall_time"))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from core.runlog import RunLog
 from tracker.readers._common import ReaderError, file_run_name, flatten, head, number, parse_json
-from tracker.readers._tabular import STEP_COLUMNS, WALL_COLUMNS, add_table, jsonl_file_columns
+from tracker.readers._table import read_table
+from tracker.readers._tabular import STEP_COLUMNS, WALL_COLUMNS, json_lines_blocks
 
 SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 # Other suffixes need this many object lines in the head before the file counts as JSON lines.
@@ -36,7 +37,8 @@ def sniff(path: Path) -> float:
 
 
 def read(path: Path) -> RunLog:
-    return add_table(RunLog(format="jsonl", name=file_run_name(path)), jsonl_file_columns(path))
+    table = read_table(json_lines_blocks(path))
+    return table.finish(RunLog(format="jsonl", name=file_run_name(path)))
 
 
 def _head_rows(data: bytes) -> list[dict]:

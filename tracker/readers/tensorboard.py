@@ -4,11 +4,13 @@ TensorBoard's ``EventAccumulator`` keeps a 10,000-point reservoir per tag by
 default and parses about 50,000 points a second. Headroom frames the records
 itself (:mod:`tracker.readers._tfrecord`), decodes the simple scalar events that
 make up nearly all of a file in bulk (:mod:`tracker.readers._scalar_events`)
-and every other record with the event protobuf, keeping every point. A folder
-holding several event files is one run
-(a resumed run writes a new file), read in the order the files were created;
-steps that go back are untangled as TensorBoard does, and each resume is
-recorded as an event.
+and every other record with the event protobuf, keeping every point, a block of
+the file at a time into a spool (:mod:`tracker.readers._spool`): memory stays
+bounded whatever the file's size. A folder holding several event files is one
+run (a resumed run writes a new file), read in the order the files were created;
+steps that go back are untangled as TensorBoard does (a run that resumed is read
+twice: the first pass finds the resumes, the second drops the points they
+replaced), and each resume is recorded as an event.
 
 Besides scalars (PyTorch's ``simple_value`` and TF2's ``scalars``-plugin
 tensors), text summaries fill the run's config (HF Trainer writes its
@@ -30,12 +32,13 @@ from typing import Any
 import numpy as np
 
 from core.hf_config import shape_fields as model_fields
-from core.runlog import RunLog
+from core.runlog import RunLog, Series
 from core.train_args import shape_fields as args_fields
-from tracker.readers._common import ReaderError, head, read_regular
-from tracker.readers._restarts import Points, untangle
+from tracker.readers._common import ReaderError, head, open_regular
+from tracker.readers._restarts import Backs, Points, Resume, drop_orphans, events, find_resumes
 from tracker.readers._scalar_events import Scalars, decode
-from tracker.readers._tfrecord import scan
+from tracker.readers._spool import Builder, Spool
+from tracker.readers._tfrecord import FileRecords
 from tracker.readers.hf_trainer import SUMMARY_KEYS
 
 EVENT_FILE = re.compile(r"events\.out\.tfevents\.(\d+)")
@@ -115,17 +118,15 @@ def run_name(folder: Path) -> str:
 
 def _collect(files: list[Path], name: str, key: str = "") -> RunLog:
     run = RunLog(format="tensorboard", name=name, sources=list(files), key=key)
-    scalars = _Scalars()
-    for path in files:
-        if path.stat().st_size == 0:  # writers leave these when a job dies at once
-            run.warnings.append(f"{path.name}: empty event file, skipped")
-            continue
-        _read_file(path, scalars, run)
-    columns, events, warnings = untangle(scalars.points())
-    for tag, points in columns.items():
-        if not _summary_value(run, tag, points) and not _placeholder(tag, points):
-            run.add_series(tag, points.steps, points.values, points.wall_time)
-    run.events.extend(events)
+    scalars = _read_files(files, run)
+    resumes, counters, warnings = find_resumes(scalars.backs())
+    if resumes:  # read again, dropping the points each resume replaced
+        scalars = _read_files(files, RunLog(format="tensorboard", name=name), (resumes, counters))
+    for tag in scalars.tags():
+        series = scalars.builders[tag].build(tag)
+        if not _summary_value(run, tag, series) and not _placeholder(tag, series):
+            run.add(series)
+    run.events.extend(events(resumes))
     run.warnings.extend(warnings)
     return run
 
@@ -137,53 +138,104 @@ def _finish(run: RunLog) -> RunLog:
     return run
 
 
+def _read_files(files: list[Path], run: RunLog, drop: tuple[list[Resume], set[str]] | None = None
+                ) -> _Scalars:
+    scalars = _Scalars(drop)
+    for path in files:
+        if path.stat().st_size == 0:  # writers leave these when a job dies at once
+            run.warnings.append(f"{path.name}: empty event file, skipped")
+            continue
+        _read_file(path, scalars, run)
+    return scalars
+
+
 def _read_file(path: Path, scalars: _Scalars, run: RunLog) -> None:
-    """Add one event file: simple scalars decoded at once, any other record by protobuf."""
+    """Add one event file a block at a time: simple scalars decoded at once, any other record
+    by protobuf."""
     from google.protobuf.message import DecodeError
     from tensorboard.compat.proto.event_pb2 import Event
 
-    data = read_regular(path)
-    try:
-        records = scan(data)
-    except ReaderError as err:
-        raise ReaderError(f"{path.name}: {err}") from None
-    fast = decode(data, records.offsets, records.lengths)
-    scalars.add_decoded(fast, first=scalars.records)
-    for index in np.flatnonzero(~fast.matched).tolist():
-        start = int(records.offsets[index])
-        try:
-            event = Event.FromString(data[start : start + int(records.lengths[index])])
-        except DecodeError:
-            raise ReaderError(f"{path.name}: record {index + 1:,} is not a TensorBoard event") from None
-        if event.summary.value:
-            scalars.add(event, scalars.records + index, run)
-        elif event.file_version and run.started is None:
-            run.started = datetime.fromtimestamp(event.wall_time, UTC)
-    scalars.records += len(records)
+    with open_regular(path) as f:
+        records = FileRecords(f)
+        for data, block, first in _named(path, records):
+            fast = decode(data, block.offsets, block.lengths)
+            for index in np.flatnonzero(~fast.matched).tolist():
+                start = int(block.offsets[index])
+                try:
+                    event = Event.FromString(data[start : start + int(block.lengths[index])])
+                except DecodeError:
+                    raise ReaderError(f"{path.name}: record {first + index + 1:,} is not a "
+                                      "TensorBoard event") from None
+                if event.summary.value:
+                    scalars.add(event, scalars.records + index, run)
+                elif event.file_version and run.started is None:
+                    run.started = datetime.fromtimestamp(event.wall_time, UTC)
+            scalars.add_block(fast)
+            scalars.records += len(block)
     if records.incomplete_at is not None:
         run.warnings.append(f"{path.name}: the last record is incomplete (still being written?); "
                             f"read up to byte {records.incomplete_at:,}")
 
 
-class _Scalars:
-    """Points per tag, in record order across the run's files."""
+def _named(path: Path, records: FileRecords):
+    """The file's blocks, a damaged one named by the file."""
+    try:
+        yield from records
+    except ReaderError as err:
+        raise ReaderError(f"{path.name}: {err}") from None
 
-    def __init__(self) -> None:
-        self.chunks: dict[str, list[Points]] = {}  # decoded in bulk, a chunk per file
-        # Points from records the protobuf parser read: steps, wall times, values, record numbers.
+
+class _Scalars:
+    """Points per tag in record order across the run's files, a block at a time: spooled, with
+    the steps that go back noted (or, on a second pass, the points resumes replaced dropped)."""
+
+    def __init__(self, drop: tuple[list[Resume], set[str]] | None = None) -> None:
+        self.spool = Spool()
+        self.builders: dict[str, Builder] = {}
+        self.drop = drop
+        self._backs: dict[str, Backs] = {}
+        # Tags in the order the two paths first met them: bulk-decoded ones lead.
+        self._decoded: dict[str, None] = {}
+        self._parsed_tags: dict[str, None] = {}
+        # The block's points from records the protobuf parser read: steps, wall times, values,
+        # record numbers.
         self.parsed: dict[str, tuple[array, array, array, array]] = {}
         self.plugins: dict[str, str] = {}  # TF2 writes a tag's metadata with its first value only
         self.records = 0
 
-    def add_decoded(self, scalars: Scalars, first: int) -> None:
-        positions = first + np.flatnonzero(scalars.matched)
+    def tags(self) -> list[str]:
+        return [*self._decoded, *(t for t in self._parsed_tags if t not in self._decoded)]
+
+    def backs(self) -> dict[str, Backs]:
+        return {tag: self._backs[tag] for tag in self.tags()}
+
+    def add_block(self, scalars: Scalars) -> None:
+        """The block's points: those decoded in bulk, merged with those parsed one by one."""
+        positions = self.records + np.flatnonzero(scalars.matched)
         order = np.argsort(scalars.tag_ids, kind="stable")
         bounds = np.searchsorted(scalars.tag_ids[order], np.arange(len(scalars.tags) + 1))
+        parts: dict[str, list[Points]] = {}
         for i, tag in enumerate(scalars.tags):
             rows = order[bounds[i] : bounds[i + 1]]
-            self.chunks.setdefault(tag, []).append(
-                Points(scalars.steps[rows], scalars.values[rows], scalars.wall_time[rows], positions[rows])
-            )
+            parts[tag] = [Points(scalars.steps[rows], scalars.values[rows], scalars.wall_time[rows],
+                                 positions[rows])]
+            self._decoded.setdefault(tag)
+        for tag, (steps, walls, values, records) in self.parsed.items():
+            parts.setdefault(tag, []).append(Points(
+                np.frombuffer(steps, np.int64), np.frombuffer(values, np.float64),
+                np.frombuffer(walls, np.float64), np.frombuffer(records, np.int64)))
+            self._parsed_tags.setdefault(tag)
+        self.parsed = {}
+        for tag, points in parts.items():
+            self._take(tag, _concat(points))
+
+    def _take(self, tag: str, points: Points) -> None:
+        if self.drop is None:
+            self._backs.setdefault(tag, Backs()).add(points)
+        elif tag not in self.drop[1]:
+            points = drop_orphans(points, self.drop[0])
+        builder = self.builders.get(tag) or self.builders.setdefault(tag, self.spool.builder(True))
+        builder.append(points.steps, points.values, points.wall_time)
 
     def add(self, event, position: int, run: RunLog) -> None:
         for value in event.summary.value:
@@ -215,15 +267,6 @@ class _Scalars:
             _add_text(run, value)
         elif value.tag == HPARAMS_TAG:
             _add_hparams(run, value.metadata.plugin_data.content)
-
-    def points(self) -> dict[str, Points]:
-        """Every tag's points, merged from both paths in record order."""
-        chunks = {tag: list(parts) for tag, parts in self.chunks.items()}
-        for tag, (steps, walls, values, positions) in self.parsed.items():
-            chunks.setdefault(tag, []).append(Points(
-                np.frombuffer(steps, np.int64), np.frombuffer(values, np.float64),
-                np.frombuffer(walls, np.float64), np.frombuffer(positions, np.int64)))
-        return {tag: _concat(parts) for tag, parts in chunks.items()}
 
 
 def _concat(parts: list[Points]) -> Points:
@@ -271,18 +314,18 @@ def _add_hparams(run: RunLog, content: bytes) -> None:
     run.config.setdefault("hparams", {}).update(values)
 
 
-def _summary_value(run: RunLog, tag: str, points: Points) -> bool:
+def _summary_value(run: RunLog, tag: str, series: Series) -> bool:
     """HF's end-of-training figures (``train/train_runtime``...) are run totals, not curves."""
     key = tag.removeprefix("train/")
-    if tag.startswith("train/") and key in SUMMARY_KEYS and len(points.values) == 1:
-        run.summary[key] = float(points.values[0])
+    if tag.startswith("train/") and key in SUMMARY_KEYS and len(series) == 1:
+        run.summary[key] = float(series.values[0])
         return True
     return False
 
 
-def _placeholder(tag: str, points: Points) -> bool:
+def _placeholder(tag: str, series: Series) -> bool:
     """Lightning logs ``hp_metric = -1`` so TensorBoard's hparams tab shows the run at all."""
-    return tag == "hp_metric" and bool(np.all(points.values == -1))
+    return tag == "hp_metric" and bool(np.all(series.values == -1))
 
 
 def _fill_shape(run: RunLog) -> None:

@@ -31,9 +31,9 @@ from core.runlog import RunEvent, RunLog
 from core.train_args import shape_fields as args_fields
 from tracker.readers._common import ReaderError, head, load_json, load_yaml, number
 from tracker.readers._system import Samples, add_samples
+from tracker.readers._table import add_table
 from tracker.readers._tabular import (
     Column,
-    add_table,
     carried,
     jsonl_columns,
     rows_to_columns,

@@ -17,7 +17,8 @@ import numpy as np
 
 from core.runlog import RunLog
 from tracker.readers._common import ReaderError, head_text
-from tracker.readers._tabular import Column, add_table, csv_columns
+from tracker.readers._table import add_table
+from tracker.readers._tabular import Column, csv_columns
 
 SEPARATOR = " - "
 BOUNDS = ("__MIN", "__MAX")

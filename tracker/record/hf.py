@@ -49,6 +49,9 @@ class HFHooks:
         shape: shape fields the objects cannot tell (``{"seq_len": 4096}``); they win.
         gather: combine memory peaks (max) and token counts (sum) over ranks at
             each record, one small collective; rank 0 writes either way.
+        plan: the stamp of the exported plan this run follows; default the one in
+            ``run_name`` (``plan-<stamp>``, as the hf export sets it), the DeepSpeed
+            config's ``headroom_plan``, else ``$HEADROOM_PLAN``.
     """
 
     def __init__(
@@ -58,8 +61,10 @@ class HFHooks:
         name: str | None = None,
         shape: dict[str, Any] | None = None,
         gather: bool = True,
+        plan: str | None = None,
     ) -> None:
         self.path = path
+        self.plan = plan
         self.name = name
         self.shape = dict(shape or {})
         self.gather = gather
@@ -93,6 +98,7 @@ class HFHooks:
         run.shape.update(_shape(args, state, facts, optimizer))
         run.shape.update(self.shape)
         run.config.update(training_args=args.to_dict(), **config)
+        run.link_plan(self.plan, *_plan_fields(args))
         if model is not None:
             self._handles.append(model.register_forward_pre_hook(self._count, with_kwargs=True))
         self._handles.append(ExceptHook(run.fail))
@@ -208,6 +214,13 @@ def _sharding(args) -> dict[str, Any]:
         "fsdp": strategy,
         "cpu_offload": "offload" in options or bool(config.get("cpu_offload")),
     }
+
+
+def _plan_fields(args) -> tuple[Any, ...]:
+    """Where an exported config leaves its plan's stamp: ``run_name`` and DeepSpeed's config."""
+    name = args.run_name if str(args.run_name or "").startswith("plan-") else None
+    ds = getattr(args, "hf_deepspeed_config", None)
+    return name, ds.config.get("headroom_plan") if ds is not None else None
 
 
 def _metrics_at(history: list[dict[str, Any]], step: int) -> dict[str, Any]:

@@ -58,6 +58,8 @@ class LightningHooks:
         every: record every this many optimizer steps; default ``log_every_n_steps``.
         gather: combine memory peaks (max) and token counts (sum) over ranks at
             each record, one small collective; rank 0 writes either way.
+        plan: the stamp of the exported plan this run follows (the lightning export
+            passes it); default ``$HEADROOM_PLAN``.
     """
 
     def __init__(
@@ -68,8 +70,10 @@ class LightningHooks:
         shape: dict[str, Any] | None = None,
         every: int | None = None,
         gather: bool = True,
+        plan: str | None = None,
     ) -> None:
         self.path = path
+        self.plan = plan
         self.name = name
         self.shape = dict(shape or {})
         self.every = every
@@ -100,6 +104,7 @@ class LightningHooks:
         run.shape.update(_shape(trainer, facts))
         run.shape.update(self.shape)
         run.config.update(_config(trainer, pl_module), **config)
+        run.link_plan(self.plan)
         self.every = self.every or max(1, trainer.log_every_n_steps)
         self._steps = self._last_step = trainer.global_step
         self._whole_grads = type(trainer.strategy).__name__ in UNSHARDED

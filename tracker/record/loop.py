@@ -37,6 +37,8 @@ class Recorder:
             that calls ``step`` on rank 0 only cannot hang; rank 0 writes either way.
         resume: continue an existing log (a run resumed from a checkpoint)
             instead of keeping it aside and starting a new one.
+        plan: the stamp of the exported plan this run follows (``headroom size
+            --export`` writes it); default ``$HEADROOM_PLAN``.
     """
 
     def __init__(
@@ -51,10 +53,12 @@ class Recorder:
         every: int = 10,
         gather: bool = False,
         resume: bool = False,
+        plan: str | None = None,
     ) -> None:
         self.recording = run = Recording(
             path, name=name, framework="pytorch", by="Recorder", gather=gather, resume=resume
         )
+        run.link_plan(plan)
         if model is not None:
             facts, model_config = model_facts(model)
             run.shape.update(facts)

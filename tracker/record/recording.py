@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import core
+from core import plan_stamp
 from core.shape import RunShape
 from tracker.record import device, failure, ranks
 from tracker.record.facts import versions
@@ -50,6 +51,7 @@ class Recording:
         self.resume = resume
         self.shape: dict[str, Any] = {"framework": framework}
         self.config: dict[str, Any] = {}
+        self.plan: dict[str, Any] | None = None  # the exported plan it was launched from
         self.model: Any | None = None  # where the memory is: its parameters' devices
         self.step = 0  # the last completed step: where a crash happened
         self.finished = False
@@ -63,6 +65,11 @@ class Recording:
         self._first_samples: int | None = None  # the micro batch, when nothing states it
         self._max_seq = 0
         self._run_peaks = {"mem_peak_gib": None, "mem_reserved_gib": None}
+
+    def link_plan(self, *candidates: Any) -> None:
+        """Name the plan this run was launched from: the first stamp among ``candidates``
+        (a recorder's ``plan`` argument, a config's field), else ``$HEADROOM_PLAN``."""
+        self.plan = plan_stamp.found(*candidates)
 
     @property
     def writes(self) -> bool:
@@ -244,6 +251,8 @@ class Recording:
             "gathered": self.gather and self.world > 1,
         }
         config = {"recorder": recorder, "versions": versions(), **self.config}
+        if self.plan:
+            config["plan"] = self.plan
         return {
             "name": self.name,
             "started": self._started.isoformat(timespec="seconds"),

@@ -7,7 +7,7 @@ chart and the breakdown follow it.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
@@ -66,6 +66,11 @@ class PlansTable(QTreeWidget):
                 self.setCurrentItem(item)
                 self.blockSignals(False)
                 return
+
+    def rank_at(self, pos: QPoint) -> int | None:
+        """The rank of the plan row at ``pos`` (viewport coordinates); None off the plans."""
+        item = self.itemAt(pos)
+        return item.row.rank if isinstance(item, PlanItem) else None
 
     def plan_items(self) -> list[PlanItem]:
         """The plan rows in the order shown."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
@@ -49,9 +49,11 @@ from desktop.presenters.sizing_report import (
 )
 from desktop.settings import Settings
 from desktop.sizing_services import SizingServices
+from desktop.views.sizing import export_menu
 from desktop.views.sizing.memory_chart import MemoryChart
 from desktop.views.sizing.page import HINT_STYLE, DraftPage, FittedLabel, hint_label
 from desktop.views.sizing.plans_table import PlansTable
+from desktop.views.sizing.simulate_box import SimulateBox
 from desktop.workers import Worker
 
 REPLAN_MS = 350  # plans follow the sliders once they rest this long
@@ -86,6 +88,7 @@ class ResultPage(DraftPage):
         self.figures.setAlignment(Qt.AlignmentFlag.AlignTop)
         self.figures.linkActivated.connect(self._open_link)
         self.chart = MemoryChart()
+        self.simulate_box = SimulateBox(sizing, draft)
         self.batch = StopSlider()
         self.seq = StopSlider()
         self.batch_label, self.seq_label = QLabel(), QLabel()
@@ -93,6 +96,8 @@ class ResultPage(DraftPage):
         self.plan_status = hint_label()
         self.plans_table = PlansTable()
         self.status = hint_label()
+        export_menu.attach(self.plans_table, self._plan_at, lambda: self.draft.spec,
+                           self.status.setText)
         self._replan = QTimer(self, singleShot=True, interval=REPLAN_MS)
         self._layout()
         self._connect()
@@ -101,7 +106,13 @@ class ResultPage(DraftPage):
         top = QWidget()
         row = QHBoxLayout(top)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(_scrolling(self.figures, FIGURES_WIDTH))
+        left = QWidget()
+        column = QVBoxLayout(left)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.figures)
+        column.addWidget(self.simulate_box)
+        column.addStretch(1)
+        row.addWidget(_scrolling(left, FIGURES_WIDTH))
         right = QVBoxLayout()
         right.addWidget(self.chart, 1)
         right.addLayout(self._sliders())
@@ -221,6 +232,11 @@ class ResultPage(DraftPage):
         self.plans_table.select(rank)
         self.update_chart()
 
+    def _plan_at(self, pos: QPoint) -> Plan | None:
+        """The plan of the row under the mouse (Export as… acts on it)."""
+        rank = self.plans_table.rank_at(pos)
+        return self.plans[rank - 1] if rank and rank <= len(self.plans) else None
+
     # ---- What-if sliders
 
     def _set_stops(self) -> None:
@@ -233,6 +249,7 @@ class ResultPage(DraftPage):
         self.draft.seq_len = self.seq.current()
         self._label_sliders()
         self.update_chart()
+        self.simulate_box.stale()
         self._replan.start()
 
     def _label_sliders(self) -> None:

@@ -33,11 +33,11 @@ def stall_from(step: int, seconds: float):
 def test_a_stalled_data_loader_is_a_throughput_drop(tmp_path):
     from tracker.record import HFCallback
 
-    # Paced to 50 ms a step, so the machine's own hiccups (a tiny model's step takes a few ms)
+    # Paced to 100 ms a step, so the machine's own hiccups (a tiny model's step takes a few ms)
     # do not look like a drop before the stall: the test sets the rate, the stall divides it by 10.
     train_hf(tmp_path, steps=STEPS, eval_steps=STEPS, save_steps=STEPS, logging_steps=1,
              load_best_model_at_end=False,
-             callbacks=[HFCallback(), paced(0.05), stall_from(STALL_FROM, 0.5)])
+             callbacks=[HFCallback(), paced(0.1), stall_from(STALL_FROM, 1.0)])
     run = read(tmp_path / "headroom.jsonl")
     drop = only(run, "throughput_drop")
     assert drop.metric == "tokens_per_s" and not drop.evidence["recovered"]
