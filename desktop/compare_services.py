@@ -15,8 +15,8 @@ from core.query import QueryError
 from desktop.presenters.groups import Grouping
 from desktop.services import AppServices
 from desktop.settings import Settings
-from tracker.db.runs import RunSummary
 from tracker.groups import Group, GroupBy, assign, group_by, groups
+from tracker.model import RunSummary
 
 
 class CompareServices(QObject):

@@ -20,7 +20,7 @@ from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 from core.status import RunStatus
 from desktop.services import AppServices
 from desktop.settings import Settings
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 from tracker.watch import Changes, FolderWatch
 
 # Changes within this long of the first one are read in one look.

@@ -23,7 +23,7 @@ from desktop.presenters.plot_data import RunData
 from desktop.presenters.plot_marks import Focus, checkpoint_marks, origin
 from desktop.workers import Worker, WorkerPool
 from tracker import liveness
-from tracker.db.runs import PartInfo, RunSummary, SourceStat  # views take the records from here
+from tracker.model import PartInfo, RunSummary, SourceStat  # views take the records from here
 from tracker.store import Store
 
 if TYPE_CHECKING:

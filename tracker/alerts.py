@@ -38,7 +38,7 @@ from typing import Any
 
 from core.diagnostics.finding import CRITICAL
 from tracker.db.engine import data_dir
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 
 KINDS: dict[str, str] = {
     "finished": "a run finished",

@@ -18,8 +18,8 @@ from core.memory import SetupError, check
 from core.memory.from_shape import ShapeIncomplete, experiment, inputs_from_shape, missing_facts
 from core.metrics import MEMORY_COUNTERS
 from core.models import ModelError
-from tracker.db.runs import RunSummary
 from tracker.db.schema import Run
+from tracker.model import RunSummary
 from tracker.store import Store
 
 EXCLUDED = "excluded from the fit"

@@ -25,7 +25,7 @@ from typing import Any
 from core.metrics import MEMORY_COUNTERS
 from core.query import Compare, QueryError, Ref, parse
 from core.shape import RunShape
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 
 TEXT, NUMBER, FLAG, LIST, TIME, ANY = "text", "number", "flag", "list", "time", "any"
 # Series summaries a query can name after a metric (``loss.last``).

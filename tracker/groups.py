@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.query import QueryError
-from tracker.db.runs import RunSummary
 from tracker.fields import ALIASES, TEXT, Extras, Field, named
+from tracker.model import RunSummary
 
 NONE = "(none)"
 # The runs table's figures, aggregated per group.

@@ -23,8 +23,8 @@ from core.runlog import RunLog
 from tracker import jobs
 from tracker.db import jobs as parts_store
 from tracker.db import runs as run_store
-from tracker.db.runs import SourceStat
 from tracker.enrich import enrich
+from tracker.model import SourceStat
 from tracker.readers import Reader, ReaderError, best_reader, labels
 from tracker.readers._common import head, looks_binary, special_kind
 from tracker.store import Store

@@ -21,8 +21,8 @@ from core.runlog import RunLog, Series
 from tracker.db import jobs as parts_store
 from tracker.db import runs as run_store
 from tracker.db.jobs import LOGGER, SYSTEM
-from tracker.db.runs import SourceStat
 from tracker.db.schema import Run, RunPart
+from tracker.model import SourceStat
 
 SAMPLER = "gpu_sampler"
 # A sampler's folder holds the run's log at most this many folders down.

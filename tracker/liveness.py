@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from core.status import STALE_AFTER_S, RunStatus, live_status
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 
 
 def apply(runs: Iterable[RunSummary], now: datetime,

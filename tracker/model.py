@@ -7,6 +7,10 @@ without reading a point, so this module stays cheap to import.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.shape import RunShape
 
 
 @dataclass(frozen=True)
@@ -29,3 +33,61 @@ class SeriesInfo(Summary):
     id: int = field(kw_only=True)
     name: str = field(kw_only=True)
     original_name: str = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class SourceStat:
+    """A source file as it was when read: for change detection on the next ingest."""
+
+    path: str
+    size: int
+    mtime: float
+    sha256: str
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    """A log that joined a run as part of its job: another logger, or a GPU sampler."""
+
+    id: int
+    source_path: str
+    name: str
+    format: str
+    role: str  # "logger" or "system"
+    metrics: list[str]  # the series it brought
+    duplicates: list[str]  # the series it held identical to the run's (kept once)
+    note: str = ""  # how a sampler's samples were placed on the steps
+    files: tuple[str, ...] = ()  # the files it was read from
+
+
+@dataclass
+class RunSummary:
+    """One row of the runs table: the run and its series' summaries."""
+
+    id: int
+    name: str
+    format: str
+    source_path: str
+    started_at: datetime | None
+    ingested_at: datetime
+    status: str
+    notes: str
+    shape: RunShape
+    tags: list[str] = field(default_factory=list)
+    series: dict[str, SeriesInfo] = field(default_factory=dict)
+    severity: str | None = None  # the worst diagnostic finding's (None: no findings)
+    last_data_at: datetime | None = None  # when the run's logs last brought new points
+    colour: str = ""  # "#rrggbb", the same in every view
+    plan: dict[str, Any] | None = None  # the exported plan it was launched from (hash, GiB)
+
+    def stat(self, name: str, attr: str) -> Any:
+        info = self.series.get(name)
+        return None if info is None else getattr(info, attr)
+
+    def plan_link(self) -> dict[str, Any] | None:
+        """The plan it was launched from beside what it recorded: predicted vs peak GiB."""
+        if not self.plan:
+            return None
+        return {"hash": self.plan.get("hash"), "device_gib": self.plan.get("device_gib"),
+                "peak_allocated_gib": self.stat("mem_peak_gib", "max"),
+                "peak_reserved_gib": self.stat("mem_reserved_gib", "max")}

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from core.query import All, Compare, Either, Not, QueryError, leaves, parse
-from tracker.db.runs import RunSummary
 from tracker.fields import ANY, FLAG, LIST, NUMBER, TEXT, TIME, Extras, Field, resolve
+from tracker.model import RunSummary
 
 if TYPE_CHECKING:
     from tracker.store import Store

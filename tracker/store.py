@@ -18,9 +18,9 @@ from core.shape import RunShape
 from tracker.db import findings as finding_store
 from tracker.db import runs as run_store
 from tracker.db.engine import default_url, display_url, make_engine, normalize_url, upgrade
-from tracker.db.runs import USER_SOURCE, PartInfo, RunSummary, SourceStat
+from tracker.db.runs import USER_SOURCE
 from tracker.db.schema import EventRow, Run, RunTag, SeriesRow, SourceFile
-from tracker.model import SeriesInfo
+from tracker.model import PartInfo, RunSummary, SeriesInfo, SourceStat
 
 if TYPE_CHECKING:
     from core.checkpoints import Checkpoint

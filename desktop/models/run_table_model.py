@@ -27,7 +27,7 @@ from desktop.presenters.run_columns import (
     sort_rows,
 )
 from desktop.widgets.icons import severity_icon
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 from tracker.query import Query
 
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole + 1

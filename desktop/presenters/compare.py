@@ -15,8 +15,8 @@ from desktop.presenters import group_table
 from desktop.presenters.formatting import MISSING, setting
 from desktop.presenters.run_columns import COLUMNS
 from desktop.presenters.shape_fields import label
-from tracker.db.runs import RunSummary
 from tracker.groups import Group
+from tracker.model import RunSummary
 from tracker.readers._common import flatten
 
 RESULT_COLUMNS = ("steps", "last_loss", "min_loss", "best_eval", "peak_mem", "tokens_per_s")

@@ -12,8 +12,8 @@ from keyword import iskeyword
 from typing import Any
 
 from core.shape import RunShape
-from tracker.db.runs import RunSummary
 from tracker.groups import GroupBy, assign, group_by
+from tracker.model import RunSummary
 from tracker.readers._common import flatten
 
 # Patterns that take a repeat's number out of a run's name.

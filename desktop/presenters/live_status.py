@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from core.status import RunStatus
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 
 COLOURS = {RunStatus.RUNNING: "#2e7d32", RunStatus.CRASHED: "#c62828",
            RunStatus.STALE: "#e65100"}

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from desktop.presenters import formatting as fmt
-from tracker.db.runs import RunSummary
 from tracker.fields import NUMBER, TEXT, Extras, named
+from tracker.model import RunSummary
 
 DEFAULT_FIELDS = ("method", "lora_rank", "micro_batch", "seq_len", "n_gpus", "peak_gib",
                   "tokens_per_s", "final_loss", "best_eval")

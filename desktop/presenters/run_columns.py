@@ -15,8 +15,8 @@ from core.diagnostics import severity_rank
 from core.shape import RunShape
 from desktop.presenters import formatting as fmt
 from desktop.presenters import live_status
-from tracker.db.runs import RunSummary
 from tracker.fields import MEMORY_METRICS, last_step, peak_gib
+from tracker.model import RunSummary
 
 __all__ = ["COLUMNS", "MEMORY_METRICS", "RunRow", "make_rows", "matches", "sort_rows"]
 

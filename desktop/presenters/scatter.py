@@ -27,8 +27,8 @@ from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
 from core.metrics import MEMORY_COUNTERS
 from core.models import ModelError
 from core.sizing import Sizer
-from tracker.db.runs import RunSummary
 from tracker.fields import MEMORY_METRICS, Extras, named, shape_kinds
+from tracker.model import RunSummary
 
 # Shape fields the memory model varies along x: the field and the Setup attribute it sets.
 KNOBS = {"seq_len": "seq_len", "micro_batch": "micro_batch", "lora_rank": "lora_rank"}

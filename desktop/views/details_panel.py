@@ -29,7 +29,7 @@ from desktop.services import AppServices
 from desktop.views.config_tree import ConfigTree
 from desktop.views.run_files import RunFiles
 from desktop.views.shape_editor import ShapeEditor
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 
 SELECT_A_RUN = "Select a run in the table to see its details."
 STAT_HEADERS = ("Metric", "Points", "Steps", "Min", "Max", "Last", "First NaN/Inf")

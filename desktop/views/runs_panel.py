@@ -28,7 +28,7 @@ from desktop.presenters.run_columns import COLUMN_INDEX, COLUMNS, RunRow, make_r
 from desktop.services import AppServices
 from desktop.settings import Settings
 from desktop.views.query_box import QueryBox
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 
 ALL = "All"
 # Widths that fit typical content without a resize pass over thousands of rows.

@@ -11,7 +11,7 @@ from core.status import live_status as live_status_of
 from desktop.presenters import live_status, watch_list
 from desktop.presenters.team_connection import Connection, copy_summary, database_label
 from tracker import liveness
-from tracker.db.runs import RunSummary
+from tracker.model import RunSummary
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -23,10 +23,9 @@ from desktop.presenters import (
     shape_fields,
 )
 from desktop.presenters.run_names import display_names
-from tracker.db.runs import RunSummary
 from tracker.fields import peak_gib
 from tracker.ingest import FileResult, IngestReport
-from tracker.model import SeriesInfo
+from tracker.model import RunSummary, SeriesInfo
 
 
 def _series(name, steps, values, walls=None):

@@ -8,9 +8,8 @@ from PySide6.QtCore import Qt
 from core.shape import RunShape
 from desktop.models.run_table_model import RUN_ID_ROLE, RunFilterProxy, RunTableModel
 from desktop.presenters.run_columns import COLUMN_INDEX, COLUMNS
-from tracker.db.runs import RunSummary
 from tracker.ingest import ingest
-from tracker.model import SeriesInfo
+from tracker.model import RunSummary, SeriesInfo
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tracker.cli._output import fail, print_json, print_table
 
 if TYPE_CHECKING:
-    from tracker.db.runs import RunSummary
+    from tracker.model import RunSummary
     from tracker.store import Store
 
 WHERE_HELP = ('keep the runs a query matches, e.g. \'method == "lora" and peak_gib > 40 and '

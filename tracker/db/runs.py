@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ from tracker.db.schema import (
     SeriesRow,
     SourceFile,
 )
-from tracker.model import SeriesInfo
+from tracker.model import RunSummary, SeriesInfo, SourceStat
 
 if TYPE_CHECKING:  # listing runs (summaries) needs neither numpy nor the series codec
     from core.runlog import RunEvent, RunLog
@@ -34,63 +33,6 @@ CRASH_EVENTS = ("oom", "exception", "exit")
 # Where the events a part of a job brought are marked: the run's own re-ingest keeps them.
 PART_KEY = "part"
 
-
-@dataclass(frozen=True)
-class SourceStat:
-    """A source file as it was when read: for change detection on the next ingest."""
-
-    path: str
-    size: int
-    mtime: float
-    sha256: str
-
-
-@dataclass(frozen=True)
-class PartInfo:
-    """A log that joined a run as part of its job: another logger, or a GPU sampler."""
-
-    id: int
-    source_path: str
-    name: str
-    format: str
-    role: str  # "logger" or "system"
-    metrics: list[str]  # the series it brought
-    duplicates: list[str]  # the series it held identical to the run's (kept once)
-    note: str = ""  # how a sampler's samples were placed on the steps
-    files: tuple[str, ...] = ()  # the files it was read from
-
-
-@dataclass
-class RunSummary:
-    """One row of the runs table: the run and its series' summaries."""
-
-    id: int
-    name: str
-    format: str
-    source_path: str
-    started_at: datetime | None
-    ingested_at: datetime
-    status: str
-    notes: str
-    shape: RunShape
-    tags: list[str] = field(default_factory=list)
-    series: dict[str, SeriesInfo] = field(default_factory=dict)
-    severity: str | None = None  # the worst diagnostic finding's (None: no findings)
-    last_data_at: datetime | None = None  # when the run's logs last brought new points
-    colour: str = ""  # "#rrggbb", the same in every view
-    plan: dict[str, Any] | None = None  # the exported plan it was launched from (hash, GiB)
-
-    def stat(self, name: str, attr: str) -> Any:
-        info = self.series.get(name)
-        return None if info is None else getattr(info, attr)
-
-    def plan_link(self) -> dict[str, Any] | None:
-        """The plan it was launched from beside what it recorded: predicted vs peak GiB."""
-        if not self.plan:
-            return None
-        return {"hash": self.plan.get("hash"), "device_gib": self.plan.get("device_gib"),
-                "peak_allocated_gib": self.stat("mem_peak_gib", "max"),
-                "peak_reserved_gib": self.stat("mem_reserved_gib", "max")}
 
 
 def save(
