@@ -38,12 +38,11 @@ from desktop.views.runs_panel import RunsPanel
 from desktop.views.team_commands import TeamCommands
 from desktop.widgets.drop import local_paths
 from desktop.widgets.empty_state import EmptyState
-from tracker.readers import READERS
+from tracker.readers import LOG_PATTERNS, READERS
 
 DOCK_AREAS = {"bottom": Qt.DockWidgetArea.BottomDockWidgetArea,
               "right": Qt.DockWidgetArea.RightDockWidgetArea}
-LOG_FILTER = ("Training logs (*.json *.jsonl *.csv *.tsv *.log *.txt *.out *.yaml *.toml "
-              "*tfevents* *.wandb);;All files (*)")
+LOG_FILTER = f"Training logs ({' '.join(LOG_PATTERNS)});;All files (*)"
 DEFAULT_SIZE = QSize(1440, 900)
 NEED_SELECTION = ("rename", "tags", "notes", "delete", "size_like", "rediagnose",
                   "rescan_checkpoints")

@@ -25,7 +25,7 @@ from tracker.db import jobs as parts_store
 from tracker.db import runs as run_store
 from tracker.enrich import enrich
 from tracker.model import SourceStat
-from tracker.readers import Reader, ReaderError, best_reader, labels
+from tracker.readers import Reader, ReaderError, best_reader, labels, looks_like_log
 from tracker.readers._common import head, looks_binary, special_kind
 from tracker.store import Store
 
@@ -36,8 +36,6 @@ CancelFn = Callable[[], bool]
 
 # Folders that never hold a user's run logs.
 SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", ".git", ".venv", "venv", ".hg", ".svn"}
-# Files found in a folder walk whose format nobody claims are reported only if they look like logs.
-LOG_SUFFIXES = {".json", ".jsonl", ".csv", ".tsv", ".log", ".txt", ".out", ".err", ".yaml"}
 STATUSES = ("ingested", "updated", "duplicate", "skipped", "error")
 NO_METRICS = "no metrics in this run: it is stored, but there is nothing to plot"
 
@@ -258,8 +256,7 @@ def _quiet(unit: _Unit, result: FileResult, reason: str) -> FileResult:
     """An unreadable file met in a folder walk is a skip, unless it looks like a log."""
     result.reason = reason
     if not unit.explicit:
-        log_like = unit.path.suffix.lower() in LOG_SUFFIXES or "tfevents" in unit.path.name
-        result.status = "skipped" if log_like else "ignored"
+        result.status = "skipped" if looks_like_log(unit.path) else "ignored"
     return result
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
@@ -18,7 +19,8 @@ from types import ModuleType
 from core.runlog import RunLog
 from tracker.readers._common import ReaderError
 
-__all__ = ["READERS", "Reader", "ReaderError", "best_reader", "scores"]
+__all__ = ["LOG_PATTERNS", "READERS", "Reader", "ReaderError", "best_reader", "looks_like_log",
+           "scores"]
 
 # Below this confidence a reader's claim is ignored.
 MIN_CONFIDENCE = 0.3
@@ -78,6 +80,15 @@ READERS: tuple[Reader, ...] = (
     Reader("jsonl", "JSON lines (generic)", "jsonl"),
     Reader("csv", "CSV/TSV table (generic)", "csv_table"),
 )
+
+# What a training log's file name looks like: the open dialog's filter, and which unclaimed
+# files of a folder walk are reported (the readers themselves decide by content).
+LOG_PATTERNS = ("*.json", "*.jsonl", "*.csv", "*.tsv", "*.log", "*.txt", "*.out", "*.err", "*.yaml",
+                "*tfevents*", "*.wandb")
+
+
+def looks_like_log(path: Path) -> bool:
+    return any(fnmatch(path.name.lower(), pattern) for pattern in LOG_PATTERNS)
 
 
 def scores(path: Path) -> list[tuple[float, Reader]]:

@@ -36,7 +36,8 @@ MAX_JOINS = 4
 # Terminal copies sometimes pad a wrapped word with spaces ("MemA          llocated").
 _PADDING = re.compile(r"(?<=\w) {2,}(?=\w)")
 
-# Documents and code quote log lines (a README, a notebook) but are not logs.
+# Documents, code and configs quote log lines (a README, a notebook) but are not console logs
+# (configs are read by the readers that own them; tracker.readers.LOG_PATTERNS says what a log is).
 NOT_LOGS = {".md", ".markdown", ".rst", ".html", ".htm", ".tex", ".py", ".ipynb", ".sh", ".yaml",
             ".yml", ".toml"}
 
