@@ -222,11 +222,20 @@ def test_an_oom_finding_opens_the_smallest_fix(qtbot, services, findings, runs, 
     dialog.close()
 
 
-def test_the_panel_shows_itself_with_news_until_the_user_hides_it(qtbot, window, runs):
-    panel = window.panels["findings"]
-    assert not panel.isVisible()
-    window.services.select([runs["clean"]])
+def test_the_panel_shows_itself_with_news_until_the_user_hides_it(qtbot, services, settings,
+                                                                   runs):
+    from desktop.main_window import MainWindow
+
+    # The runs are stored and the clean one selected before the window opens: its first load
+    # keeps that selection (after an ingest it would select the new runs, some with news).
+    services.select([runs["clean"]])
+    window = MainWindow(services, settings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == len(runs))
     qtbot.wait(200)
+    panel = window.panels["findings"]
+    assert services.selected == [runs["clean"]]
     assert not panel.isVisible()  # nothing to say
     window.services.select([runs[FSDP]])
     qtbot.waitUntil(panel.isVisible)
