@@ -38,10 +38,10 @@ class AlertIndicator(QToolButton):
         self.setMenu(QMenu(self))
         self.menu().aboutToShow.connect(self._fill)
         self.setStyleSheet("color: #c62828;")
-        service.sig_alert.connect(lambda _alert: self._update())
+        service.sig_alert.connect(self._update)  # a bound method: dropped with the button
         self._update()
 
-    def _update(self) -> None:
+    def _update(self, *_alert: object) -> None:
         count = len(self._service.recent)
         self.setText(f"⚠ {count} alert{'s' * (count != 1)}")
         self.setToolTip(self._service.recent[0].line() if count else "")

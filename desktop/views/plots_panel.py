@@ -76,7 +76,7 @@ class PlotsPanel(QWidget):
         self._layout()
         services.sig_selection_changed.connect(self._on_selection)
         services.sig_runs_changed.connect(self._on_runs_changed)
-        services.sig_checkpoints_changed.connect(lambda run_id: self._reload([run_id]))
+        services.sig_checkpoints_changed.connect(self._on_checkpoints_changed)
         services.sig_findings_changed.connect(self._reload)
         services.sig_focus_requested.connect(self.focus)
 
@@ -372,6 +372,9 @@ class PlotsPanel(QWidget):
             return False  # rebuild() draws every panel again
         self.spec = spec
         return True
+
+    def _on_checkpoints_changed(self, run_id: int) -> None:
+        self._reload([run_id])
 
     def _reload(self, run_ids: list[int]) -> None:
         """Load again the shown runs among ``run_ids`` (their checkpoints or findings changed)."""

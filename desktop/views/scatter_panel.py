@@ -64,8 +64,12 @@ class ScatterPanel(QWidget):
         layout.addWidget(self.note)
         layout.addWidget(self.stack, 1)
         services.sig_runs_changed.connect(self._on_runs_changed)
-        services.sig_selection_changed.connect(lambda _ids: self.refresh())
-        self._sizing.sig_calibration_changed.connect(lambda _summary: self.refresh())
+        # bound methods, not lambdas: Qt drops them with the panel (the services outlive it)
+        services.sig_selection_changed.connect(self._refresh_on)
+        self._sizing.sig_calibration_changed.connect(self._refresh_on)
+
+    def _refresh_on(self, *_news: object) -> None:
+        self.refresh()
 
     # ---- Building
 
