@@ -25,7 +25,7 @@ PERSISTENCE = ("tracker.db.schema", "sqlmodel", "sqlalchemy")
 # Offenders left from before the contracts (issue: persistence behind tracker/db, thin views).
 SQL_OUTSIDE_DB = {
     "desktop/presenters/team_connection.py", "desktop/team_services.py",
-    "tracker/calibration.py", "tracker/checkpoints/lineage.py", "tracker/checkpoints/manager.py",
+    "tracker/checkpoints/lineage.py", "tracker/checkpoints/manager.py",
     "tracker/checkpoints/ownership.py", "tracker/cli/_query.py", "tracker/diagnose.py",
     "tracker/enrich.py", "tracker/ingest.py", "tracker/jobs.py", "tracker/store.py",
     "tracker/team.py",

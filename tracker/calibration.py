@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
-
 from core.calibration import Calibration, Sample, fit, held_out_fit
 from core.gpus import find
 from core.memory import SetupError, check
 from core.memory.from_shape import ShapeIncomplete, experiment, inputs_from_shape, missing_facts
 from core.metrics import MEMORY_COUNTERS
 from core.models import ModelError
-from tracker.db.schema import Run
+from tracker.db import runs as run_rows
 from tracker.model import RunSummary
 from tracker.store import Store
 
@@ -123,7 +121,7 @@ def calibrate(store: Store, with_errors: bool = True) -> tuple[Calibration, Coll
 
 def _excluded(store: Store) -> set[int]:
     with store.session() as s:
-        return set(s.execute(select(Run.id).where(Run.exclude_from_fit.is_(True))).scalars())
+        return run_rows.excluded_from_fit(s)
 
 
 def _gpu_name(model: str | None) -> str:

@@ -16,12 +16,11 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core.checkpoints import Checkpoint
 from tracker.checkpoints.discover import run_folder
-from tracker.db.schema import CheckpointRow
+from tracker.db import checkpoints as rows
 from tracker.record.writer import RUN_FILE
 
 OUTSIDE = "outside the run: never deleted here"
@@ -75,10 +74,8 @@ def refusal(ckpt: Checkpoint, source: Path) -> str | None:
 
 def claimed(session: Session, run_id: int, paths: list[str]) -> dict[str, str]:
     """Real path -> why it stays: another stored run lists the same checkpoint."""
-    query = select(CheckpointRow.path, CheckpointRow.run_id).where(
-        CheckpointRow.run_id != run_id, CheckpointRow.status != "deleted")
     others: dict[str, set[int]] = defaultdict(set)
-    for path, other in session.execute(query):
+    for path, other in rows.others_listing(session, run_id):
         others[shown_path(path)].add(other)
     out = {}
     for path in paths:

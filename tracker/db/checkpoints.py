@@ -100,3 +100,10 @@ def paths_ending(session: Session, tail: str) -> list[str]:
     """Stored checkpoint paths that end with ``/tail`` (for paths from another machine)."""
     query = select(CheckpointRow.path).where(CheckpointRow.path.endswith("/" + tail))
     return sorted(set(session.execute(query).scalars()))
+
+
+def others_listing(session: Session, run_id: int) -> list[tuple[str, int]]:
+    """(stored path, run id) of every live checkpoint other runs list."""
+    query = select(CheckpointRow.path, CheckpointRow.run_id).where(
+        CheckpointRow.run_id != run_id, CheckpointRow.status != "deleted")
+    return [(path, other) for path, other in session.execute(query)]

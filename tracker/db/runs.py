@@ -275,3 +275,8 @@ def summaries(session: Session, run_ids: list[int] | None = None,
 
 def _only(query, column, ids: list[int] | None):
     return query if ids is None else query.where(column.in_(ids))
+
+
+def excluded_from_fit(session: Session) -> set[int]:
+    """Runs the user keeps out of the memory model's calibration."""
+    return set(session.execute(select(Run.id).where(Run.exclude_from_fit.is_(True))).scalars())
