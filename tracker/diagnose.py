@@ -9,24 +9,21 @@ replaces the run's rows in the ``finding`` table. It is an ingest step
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from core.diagnostics import Finding, PeerRun, RunData, diagnose
 from core.diagnostics.boundaries import late_start
 from core.diagnostics.throughput import GLOBAL, PER_GPU, comparable
-from core.runlog import RunEvent, RunLog, Series
+from core.runlog import RunLog, Series
 from core.shape import RunShape
 from tracker.db import checkpoints as checkpoint_store
+from tracker.db import findings as finding_rows
+from tracker.db import runs as run_rows
 from tracker.db import series as series_store
-from tracker.db.schema import EventRow, FindingRow, Run, SeriesRow
 
 # Series the rules read; evaluation losses (eval/<name>loss) are read too.
 READ = frozenset({
@@ -54,9 +51,7 @@ def diagnose_run(session: Session, run_id: int, *, refresh_peers: bool = True,
     """Run every rule on a stored run and store its findings in place of the previous ones."""
     data = run_data(session, run_id, series=series)
     findings = diagnose(data)
-    session.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
-    session.add_all(_row(run_id, f) for f in findings)
-    session.flush()
+    finding_rows.replace(session, run_id, findings)
     if refresh_peers:
         # A run on fewer GPUs changes the verdict on comparable runs that used more.
         for peer_id in _scaled_up_peers(session, run_id, data.shape):
@@ -66,10 +61,7 @@ def diagnose_run(session: Session, run_id: int, *, refresh_peers: bool = True,
 
 def load(session: Session, run_id: int) -> list[Finding]:
     """A run's stored findings, as the rules ordered them."""
-    rows = session.execute(
-        select(FindingRow).where(FindingRow.run_id == run_id).order_by(FindingRow.id)
-    ).scalars()
-    return [_finding(r) for r in rows]
+    return finding_rows.load(session, run_id)
 
 
 # Gathering a run's data
@@ -79,12 +71,12 @@ def run_data(session: Session, run_id: int, *, related: bool = True,
              series: dict[str, Series] | None = None) -> RunData:
     """What the rules read of a stored run; ``related`` adds the run it continues and its peers.
     ``series`` saves reading back what the caller already holds."""
-    run = session.get(Run, run_id)
+    run = run_rows.get(session, run_id)
     if run is None:
         raise LookupError(f"no run with id {run_id}")
     data = RunData(
         series=series if series is not None else _series(session, run_id, _wanted),
-        events=_events(session, run_id),
+        events=run_rows.events(session, run_id),
         shape=RunShape.from_dict(run.shape), config=dict(run.config),
         checkpoints=checkpoint_store.load(session, run_id), name=run.name,
     )
@@ -100,21 +92,15 @@ def _wanted(name: str) -> bool:
 
 
 def _series(session: Session, run_id: int, wanted: Callable[[str], bool]) -> dict[str, Series]:
-    rows = session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars()
     out = {}
-    for row in rows:
+    for row in series_store.rows_of(session, run_id):
         if wanted(row.name):
             steps, values, walls = series_store.read(session, row.id)
             out[row.name] = Series(row.name, steps, values, row.original_name, walls)
     return out
 
 
-def _events(session: Session, run_id: int) -> list[RunEvent]:
-    rows = session.execute(select(EventRow).where(EventRow.run_id == run_id).order_by(EventRow.id))
-    return [RunEvent(r.kind, r.step, r.message, dict(r.data), r.wall_time) for r in rows.scalars()]
-
-
-def _previous(session: Session, run: Run, data: RunData) -> int | None:
+def _previous(session: Session, run: Any, data: RunData) -> int | None:
     """The run this one continues: named by lineage, else the run that stopped where it starts."""
     if run.resumed_from:
         owner = checkpoint_store.owners(session, [run.resumed_from]).get(run.resumed_from)
@@ -125,20 +111,15 @@ def _previous(session: Session, run: Run, data: RunData) -> int | None:
     if late is None:
         return None
     first, gap = late[0], PREVIOUS_GAP * late[1]
-    rows = session.execute(
-        select(SeriesRow.run_id, Run.source_path, Run.shape).join(Run, Run.id == SeriesRow.run_id)
-        .where(SeriesRow.name == "loss", SeriesRow.run_id != run.id,
-               SeriesRow.last_step < first, SeriesRow.last_step >= first - gap)
-        .order_by(SeriesRow.last_step.desc())
-    ).all()
-    near = [r.run_id for r in rows
-            if _related(run, r.source_path, RunShape.from_dict(r.shape), data.shape)]
+    rows = run_rows.loss_ending_between(session, run.id, first - gap, first)
+    near = [other for other, path, shape in rows
+            if _related(run.source_path, path, RunShape.from_dict(shape), data.shape)]
     return near[0] if near else None
 
 
-def _related(run: Run, path: str, shape: RunShape, mine: RunShape) -> bool:
+def _related(mine_path: str, path: str, shape: RunShape, mine: RunShape) -> bool:
     """Same experiment: logs in sibling folders, or the same architecture."""
-    same_place = Path(path).parent.parent == Path(run.source_path).parent.parent
+    same_place = Path(path).parent.parent == Path(mine_path).parent.parent
     arch = [(getattr(mine, f), getattr(shape, f)) for f in ARCHITECTURE]
     same_model = any(a for a, _ in arch) and all(a is None or b is None or a == b for a, b in arch)
     return same_place or same_model
@@ -165,46 +146,11 @@ def _scaled_up_peers(session: Session, run_id: int, shape: RunShape) -> list[int
 
 
 def _comparable(session: Session, run_id: int, shape: RunShape) -> list[tuple[int, RunShape, str]]:
-    rows = session.execute(select(Run.id, Run.shape, Run.name).where(Run.id != run_id)).all()
     out = []
-    for other, stored, name in rows:
+    for other, stored, name in run_rows.shapes_except(session, run_id):
         theirs = RunShape.from_dict(stored)
         if comparable(shape, theirs):
             out.append((other, theirs, name))
     return out
 
 
-# Rows
-
-
-def _row(run_id: int, finding: Finding) -> FindingRow:
-    return FindingRow(
-        run_id=run_id, kind=finding.kind, severity=finding.severity,
-        step_start=finding.step_start, step_end=finding.step_end, message=finding.message,
-        cause=finding.cause, remedy=finding.remedy,
-        evidence={"values": _jsonable(finding.evidence), "metric": finding.metric,
-                  "marks": [int(m) for m in finding.marks]},
-    )
-
-
-def _finding(row: FindingRow) -> Finding:
-    stored = dict(row.evidence or {})
-    return Finding(
-        row.kind, row.severity, row.message, row.cause, row.remedy, row.step_start, row.step_end,
-        stored.get("metric"), tuple(stored.get("marks") or ()), dict(stored.get("values") or {}),
-    )
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON: numpy scalars as Python numbers, NaN and Inf as None, paths as text."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return value

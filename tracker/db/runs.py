@@ -280,3 +280,33 @@ def _only(query, column, ids: list[int] | None):
 def excluded_from_fit(session: Session) -> set[int]:
     """Runs the user keeps out of the memory model's calibration."""
     return set(session.execute(select(Run.id).where(Run.exclude_from_fit.is_(True))).scalars())
+
+
+def get(session: Session, run_id: int) -> Run | None:
+    return session.get(Run, run_id)
+
+
+def events(session: Session, run_id: int) -> list[RunEvent]:
+    """A run's stored events, in the order they were logged."""
+    from core.runlog import RunEvent
+
+    rows = session.execute(select(EventRow).where(EventRow.run_id == run_id).order_by(EventRow.id))
+    return [RunEvent(r.kind, r.step, r.message, dict(r.data), r.wall_time) for r in rows.scalars()]
+
+
+def loss_ending_between(session: Session, run_id: int, low: float,
+                        high: float) -> list[tuple[int, str, dict]]:
+    """(run, source path, shape) of other runs whose loss ends in [low, high), latest first."""
+    rows = session.execute(
+        select(SeriesRow.run_id, Run.source_path, Run.shape).join(Run, Run.id == SeriesRow.run_id)
+        .where(SeriesRow.name == "loss", SeriesRow.run_id != run_id,
+               SeriesRow.last_step < high, SeriesRow.last_step >= low)
+        .order_by(SeriesRow.last_step.desc())
+    ).all()
+    return [(r.run_id, r.source_path, r.shape) for r in rows]
+
+
+def shapes_except(session: Session, run_id: int) -> list[tuple[int, dict, str]]:
+    """(run, stored shape, name) of every other run."""
+    return [tuple(r) for r in
+            session.execute(select(Run.id, Run.shape, Run.name).where(Run.id != run_id)).all()]

@@ -212,3 +212,8 @@ def _concat(a: Series, b: Series) -> Series:
 def _set_summary(row: SeriesRow, summary: Summary) -> None:
     for key, value in summary.__dict__.items():
         setattr(row, key, value)
+
+
+def rows_of(session: Session, run_id: int) -> list[SeriesRow]:
+    """A run's stored series rows (names and summaries; points are read apart)."""
+    return list(session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars())
