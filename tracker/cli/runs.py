@@ -24,11 +24,18 @@ def run(args: argparse.Namespace) -> int:
     from tracker import liveness
 
     stale = STALE_AFTER_S if args.stale_after is None else args.stale_after
-    store = open_store(args.db)
-    runs = _query.selected_runs(store, args.where,
-                                lambda found: liveness.apply(found, datetime.now(UTC), stale))
-    if args.group_by:
-        return _query.print_groups(store, runs, args.group_by, args.json)
+
+    def live(found) -> None:
+        liveness.apply(found, datetime.now(UTC), stale)
+
+    runs = None if args.where or args.group_by else _listed(args.db)
+    if runs is not None:
+        live(runs)
+    else:
+        store = open_store(args.db)
+        runs = _query.selected_runs(store, args.where, live)
+        if args.group_by:
+            return _query.print_groups(store, runs, args.group_by, args.json)
     if args.json:
         print_json([_as_dict(r) for r in runs])
         return 0
@@ -40,6 +47,15 @@ def run(args: argparse.Namespace) -> int:
     print_table(("id", "name", "format", "status", "metrics", "steps", "loss", "peak GiB",
                  "source"), rows)
     return 0
+
+
+def _listed(db: str | None):
+    """Every run, read without the ORM when the database allows (a local SQLite file at the
+    current schema); None when the store must be opened (see :mod:`tracker.db.listing`)."""
+    from tracker.db import listing
+    from tracker.db.engine import default_url, normalize_url
+
+    return listing.summaries(normalize_url(db) if db else default_url())
 
 
 def _peak(run) -> float | None:
