@@ -49,7 +49,7 @@ def lr_jumps(run: RunData) -> list[LrJump]:
     if lr is None or _cyclic(run):
         return []
     steps, values = finite(lr)
-    falling = np.flatnonzero(np.diff(values) <= 0)
+    falling = np.flatnonzero(values[1:] <= values[:-1])
     if not len(falling):
         return []  # still warming up: every rise is the warm-up
     rises = np.flatnonzero((values[:-1] > 0) & (values[1:] >= JUMP * values[:-1]))
@@ -102,7 +102,9 @@ def _from_events(run: RunData) -> list[Resume]:
 def late_start(loss: Series) -> tuple[int, float] | None:
     """(first step, logging interval) of a run that starts far from step 0: it continues
     another (None when it starts near 0)."""
-    first, interval = int(loss.steps.min()), step_interval(np.sort(loss.steps))
+    steps = loss.steps
+    ordered = steps if np.all(steps[1:] >= steps[:-1]) else np.sort(steps)  # no copy if in order
+    first, interval = int(ordered[0]), step_interval(ordered)
     return (first, interval) if first > max(100, LATE_START * interval) else None
 
 
@@ -110,8 +112,9 @@ def _from_steps(run: RunData) -> list[Resume]:
     loss = run.get("loss")
     if loss is None:
         return []
-    out = [Resume(int(loss.steps[i + 1]), "the logged steps go back")
-           for i in np.flatnonzero(np.diff(loss.steps) <= 0)]
+    steps = loss.steps
+    out = [Resume(int(steps[i + 1]), "the logged steps go back")
+           for i in np.flatnonzero(steps[1:] <= steps[:-1])]
     late = late_start(loss)
     if late is not None:
         out.append(Resume(late[0], f"the run starts at step {late[0]}, not 0"))

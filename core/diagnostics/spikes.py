@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.diagnostics._stats import finite, step_interval, trailing_deviation, value_at
+from core.diagnostics._stats import finite, step_interval, trailing_deviations, value_at
 from core.diagnostics.causes import Cause, choose, considered, remedy
 from core.diagnostics.finding import WARNING, Finding, RunData
 from core.diagnostics.resume import resume_rebound
@@ -53,23 +53,32 @@ class Spike:
 def find_spikes(values: np.ndarray, *, log_scale: bool = False) -> list[Spike]:
     """Runs of consecutive points far above their trailing median that pass the size rules."""
     data = np.log10(values) if log_scale else values
-    dev = trailing_deviation(data, LEVEL_WINDOW, NOISE_WINDOW, MIN_HISTORY)
-    above = np.nan_to_num(dev.z, nan=0.0) > Z_ENTER
+    # Only the points above Z_ENTER are kept from each chunk: every point of a spike is one.
+    above, z, median = [], [], []
+    for start, dev in trailing_deviations(data, LEVEL_WINDOW, NOISE_WINDOW, MIN_HISTORY):
+        found = np.flatnonzero(dev.z > Z_ENTER)
+        above.append(found + start)
+        z.append(dev.z[found])
+        median.append(dev.median[found])
+    index, z, median = (np.concatenate(parts) for parts in (above, z, median))
     spikes = []
-    for start, end in _runs(above):
+    for first, last in _runs(index):
+        start, end = index[first], index[last]
         # The median adapts as a long spike goes on: judge it against the level before it began.
         peak = start + int(np.argmax(data[start : end + 1]))
-        z = float(np.max(dev.z[start : end + 1]))
-        spike = Spike(start, end, peak, z, float(dev.median[start]))
+        spike = Spike(start, end, peak, float(np.max(z[first : last + 1])), float(median[first]))
         if _large_enough(spike, values, log_scale):
             spikes.append(spike)
     return spikes
 
 
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """(first, last) indices of each run of True values."""
-    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
-    return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1, strict=True))
+def _runs(index: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last) positions in ``index`` of each run of consecutive indices."""
+    if not len(index):
+        return []
+    breaks = np.flatnonzero(np.diff(index) != 1)
+    return list(zip(np.concatenate([[0], breaks + 1]), np.append(breaks, len(index) - 1),
+                    strict=True))
 
 
 def _large_enough(spike: Spike, values: np.ndarray, log_scale: bool) -> bool:
