@@ -14,7 +14,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from desktop.presenters import plot_readout
-from desktop.views.metric_plot import CompactAxis, MetricPlot
+from desktop.views.metric_plot import CompactAxis, DateGridAxis, GridAxis, MetricPlot
 from desktop.views.plot_viewbox import PanelViewBox
 from desktop.views.plotting import pg
 
@@ -37,9 +37,8 @@ class PlotCell(QWidget):
         super().__init__(parent)
         self.metric = metric
         box = PanelViewBox(self.reset, lambda pos: on_menu(self, pos), self._user_y)
-        axes = {"left": CompactAxis("left")}
-        if wall_axis:
-            axes["bottom"] = pg.DateAxisItem()
+        axes = {"left": CompactAxis("left"),
+                "bottom": DateGridAxis() if wall_axis else GridAxis("bottom")}
         self.view = pg.PlotWidget(viewBox=box, axisItems=axes)
         self.view.setAcceptDrops(False)  # drops go to the window, which ingests them
         self.view.setMinimumHeight(MIN_HEIGHT - GRIP_HEIGHT)

@@ -377,3 +377,25 @@ def test_panels_scrolled_out_of_sight_skip_pans_until_seen(qtbot, panel, service
     qtbot.waitUntil(lambda: not last.parked)
     x = last.items[0].curve.getData()[0]
     assert x.min() >= 1000 - 200 and x.max() <= 1200 + 200  # caught up with the pan (clipped)
+
+
+@pytest.mark.parametrize("wall_axis", [False, True])
+def test_the_grid_is_solid_and_behind_the_curves(qtbot, wall_axis):
+    """Translucent grid lines cost more than the curves in a pan frame: each is drawn in the
+    colour it had over the background, and the axes lie behind the view."""
+    from desktop.views.plot_cell import PlotCell
+    from desktop.views.plotting import pg
+
+    cell = PlotCell("loss", 300, lambda *_: None, wall_axis=wall_axis)
+    qtbot.addWidget(cell)
+    cell.view.resize(600, 300)  # (not shown: a bare PlotCell's "metric" hides QWidget.metric)
+    plot = cell.plot.plot
+    plot.setXRange(1.7e9, 1.7e9 + 86400) if wall_axis else plot.setXRange(0, 1000)
+    for name in ("left", "bottom"):
+        axis = plot.getAxis(name)
+        _, ticks, _ = axis.generateDrawSpecs(pg.QtGui.QPainter())
+        colours = {pen.color().getRgb() for pen, _, _ in ticks}
+        assert len(ticks) > 3 and all(alpha == 255 for *_, alpha in colours)
+        assert len(colours) > 1 and (50, 63, 75, 255) not in colours  # levels faint, not ink
+        # Negative z puts an axis behind its plot item, and so behind the view and its curves.
+        assert axis.flags() & axis.GraphicsItemFlag.ItemStacksBehindParent
