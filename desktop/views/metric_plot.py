@@ -12,6 +12,7 @@ is seen again.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -38,9 +39,10 @@ MAX_SYMBOLS = 2000  # overlay points get markers only when they are few
 # nothing visible from it. Long curves get 1 px without antialiasing (bench/gui.py).
 LONG_CURVE = 2000
 # Samples per pixel left after auto-downsampling (pyqtgraph's default is 5). In peak mode
-# every bucket keeps its min and max, so 2 per pixel already draws every spike and
-# halves the points stroked per frame. pyqtgraph has no setter for it, only this option.
-SAMPLES_PER_PIXEL = 2.0
+# every bucket keeps its min and max, so one bucket per pixel column still draws every spike
+# (the column is stroked from its lowest to its highest point), with a fifth of the default's
+# points stroked per frame. pyqtgraph has no setter for it, only this option.
+SAMPLES_PER_PIXEL = 1.0
 
 
 class MetricPlot:
@@ -254,12 +256,17 @@ class SolidGrid:
 
 
 def _solid(pen: QPen) -> QPen:
-    colour, background = pen.color(), pg.mkColor(pg.getConfigOption("background"))
-    alpha = colour.alphaF()
     solid = QPen(pen)
-    solid.setColor(QColor(*(round(alpha * c + (1 - alpha) * b) for c, b in zip(
-        colour.getRgb()[:3], background.getRgb()[:3], strict=True))))
+    solid.setColor(_over_background(pen.color().getRgb(), pg.getConfigOption("background")))
     return solid
+
+
+@functools.cache
+def _over_background(rgba: tuple[int, int, int, int], background: str) -> QColor:
+    """The solid colour a translucent ``rgba`` shows over ``background``."""
+    alpha, under = rgba[3] / 255, pg.mkColor(background).getRgb()
+    return QColor(*(round(alpha * c + (1 - alpha) * b) for c, b in zip(rgba[:3], under[:3],
+                                                                       strict=True)))
 
 
 class GridAxis(SolidGrid, pg.AxisItem):
