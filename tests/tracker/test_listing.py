@@ -48,6 +48,7 @@ def _cli(capsys, args: list[str]) -> str:
 @pytest.mark.parametrize("extra", [[], ["--json"], ["--stale-after", "0"],
                                    ["--json", "--stale-after", "0"]])
 def test_the_sqlite3_listing_prints_what_the_orm_path_prints(capsys, monkeypatch, db, extra):
+    assert listing.summaries(normalize_url(db)) is not None  # the sqlite3 path answers
     fast = _cli(capsys, ["runs", "--db", db, *extra])
     monkeypatch.setattr(listing, "summaries", lambda url: None)  # the store's path
     slow = _cli(capsys, ["runs", "--db", db, *extra])
