@@ -190,7 +190,7 @@ def test_severity_column_sorts_and_filters(qtbot, services, runs):
 def test_rerun_diagnostics_brings_findings_back(qtbot, services, findings, runs):
     run_id = runs["diverged"]
     with services.store.session() as s:  # as after an upgrade that dropped them
-        s.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
+        s.session.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
     _select(qtbot, services, findings, [run_id], 0)
     assert findings.rerun_button.isEnabled()
     with qtbot.waitSignal(services.sig_findings_changed) as changed:

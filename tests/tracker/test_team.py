@@ -98,14 +98,14 @@ def test_lost_connection_mid_ingest_leaves_no_partial_run(pg_server, tmp_path, m
     store = Store(fresh_database(pg_server))
     real_write = series_store.write
 
-    def write_then_die(session, run_id, series):
-        real_write(session, run_id, series)
-        pid = session.execute(text("SELECT pg_backend_pid()")).scalar()
+    def write_then_die(unit, run_id, series):
+        real_write(unit, run_id, series)
+        pid = unit.session.execute(text("SELECT pg_backend_pid()")).scalar()
         killer = make_engine(store.url)
         with killer.connect() as conn:
             conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         killer.dispose()
-        return real_write(session, run_id, series)
+        return real_write(unit, run_id, series)
 
     monkeypatch.setattr(series_store, "write", write_then_die)
     report = ingest(store, [write_log(tmp_path / "a.jsonl", "doomed")])
