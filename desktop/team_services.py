@@ -4,9 +4,10 @@ The app opens on its local database (``home``). Connecting opens the team
 database in the pool (creating or upgrading its tables, refusing a newer
 schema) and, unless only a copy is wanted, switches the app to it. The
 connection is remembered in the settings and the password in the system
-keyring, never in the settings file. Publishing and taking runs offline copy
-one run per transaction, so a lost connection stops the copy between runs and
-the report says what got across.
+keyring, never in the settings file. Publishing and taking runs offline run
+:func:`tracker.team.copy_runs` (the command line's loop) in a worker: one run per
+transaction, so a lost connection stops the copy between runs and the report
+says what got across.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class TeamServices(QObject):
             self._services.sig_message.emit(message)
 
         def progress(done: int, total: int, _label: str) -> None:
-            self._services.sig_message.emit(f"{verb} {done} of {total} runs {where}…")
+            self._services.sig_message.emit(f"Copying: {done} of {total} runs {where}…")
 
         self.copying = True
         return self._services.workers.start(

@@ -103,9 +103,11 @@ def _copy_one(source: Store, target: Store, run_id: int, report: CopyReport) -> 
             return
         try:
             with target.session() as dst:
-                report.copied[run_id] = copy.copy_run(src, dst, run_id)
+                new_id = copy.copy_run(src, dst, run_id)
         except AlreadyStored:  # published concurrently by someone else
             report.already_there[run_id] = _holding(target, key) or -1
+            return
+        report.copied[run_id] = new_id  # once its transaction committed, not before
 
 
 def _holding(store: Store, key: str) -> int | None:
