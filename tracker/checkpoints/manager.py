@@ -22,7 +22,7 @@ from core.checkpoints import (
     latest,
     metrics_at,
 )
-from core.resume import Resume, recommend
+from core.resume import ResumeAdvice, recommend
 from core.retention import RetentionPlan, plan
 from core.runlog import CheckpointRef, RunLog, Series
 from tracker.checkpoints.discover import discover, run_folder
@@ -43,7 +43,7 @@ class Report:
     choice: Choice
     best: Checkpoint | None = None
     latest: Checkpoint | None = None
-    resume: Resume | None = None
+    resume: ResumeAdvice | None = None
     origin: Lineage | None = None
 
 
