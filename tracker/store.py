@@ -17,7 +17,7 @@ from tracker.db import runs as run_store
 from tracker.db.engine import default_url, display_url, normalize_url, open_engine
 from tracker.db.runs import USER_SOURCE
 from tracker.db.unit import Unit, unit_of_work
-from tracker.model import PartInfo, RunSummary, SeriesInfo, SourceStat
+from tracker.model import PartInfo, RunSummary, SeriesInfo, SourceStat, StoredRun
 
 if TYPE_CHECKING:
     from core.checkpoints import Checkpoint
@@ -33,7 +33,8 @@ class RunNotFound(LookupError):
 
 
 class Store:
-    """A Headroom database, migrated to the current schema on open."""
+    """A Headroom database, migrated to the current schema on open (SchemaError when a newer
+    Headroom wrote it, StorageError when it cannot be reached)."""
 
     def __init__(self, url: str | None = None) -> None:
         self.url = normalize_url(url) if url else default_url()
@@ -191,14 +192,13 @@ class Store:
         if name not in RunShape.field_names():
             raise KeyError(f"unknown shape field {name!r}")
         with self.session() as s:
-            run = self._get(s, run_id)
-            shape = RunShape.from_dict(run.shape)
+            shape = RunShape.from_dict(self._get(s, run_id).shape)
             if value is None:
                 setattr(shape, name, None)
                 shape.sources.pop(name, None)
             else:
                 shape.set(name, value, USER_SOURCE)
-            run.shape = shape.to_dict()
+            run_store.update(s, run_id, shape=shape.to_dict())
 
     def set_colour(self, run_id: int, colour: str) -> None:
         """The run's colour in every view, as the user chose it ("#rrggbb")."""
@@ -257,7 +257,7 @@ class Store:
                 raise RunNotFound(f"no run with id {run_id}")
 
     @staticmethod
-    def _get(unit: Unit, run_id: int):
+    def _get(unit: Unit, run_id: int) -> StoredRun:
         """The run's stored row (its fields read as attributes); RunNotFound when none."""
         run = run_store.get(unit, run_id)
         if run is None:
