@@ -9,7 +9,7 @@
    what a notebook would do: pandas ``groupby(["group", "step"]).agg(["mean", "std"])`` on
    the same points in long form, already in a DataFrame (without plotting).
 2. Queries. QUERY_RUNS runs with shapes and series summaries are written straight into the
-   tables; each query is timed through ``tracker.query.select`` (SQL where the fields are
+   tables; each query is timed through ``tracker.query.matching_ids`` (SQL where the fields are
    columns, Python for the rest), median of REPEAT. Beside it: reading every run's summary
    and filtering in Python (what a script over ``headroom runs --json`` does), and the
    app's filter box, which checks the summaries the runs table already holds.
@@ -157,7 +157,7 @@ def _fill_runs(store) -> None:
     with store.session() as s:
         for table, rows in ((Run, runs), (SeriesRow, series), (RunTag, tags),
                             (FindingRow, findings)):
-            s.execute(insert(table), rows)
+            s.session.execute(insert(table), rows)
 
 
 def queries() -> None:
@@ -177,7 +177,7 @@ def queries() -> None:
             times, found = [], []
             for _ in range(REPEAT):
                 t = time.perf_counter()
-                found = query.select(store, compiled)
+                found = query.matching_ids(store, compiled)
                 times.append(time.perf_counter() - t)
             t = time.perf_counter()
             in_memory = [r.id for r in summaries if compiled.matches(r, {})]

@@ -27,7 +27,7 @@ STATE_KEYS = {
 
 
 @dataclass
-class Resume:
+class ResumeAdvice:
     """The recommended resume point, the reasons for it and its warnings."""
 
     checkpoint: Checkpoint
@@ -41,7 +41,7 @@ def recommend(
     metric: str | None = None,
     mode: str | None = None,
     from_best: bool = False,
-) -> Resume | None:
+) -> ResumeAdvice | None:
     """The checkpoint to resume from: the latest complete one, or the best when asked."""
     usable = [c for c in checkpoints if c.has.get("model") is not False]
     newest = latest(usable)
@@ -53,7 +53,7 @@ def recommend(
         chosen, reasons = _latest_choice(usable, newest)
     if chosen is None:
         return None
-    return Resume(chosen, command(chosen), reasons, chosen.resume_warnings())
+    return ResumeAdvice(chosen, command(chosen), reasons, chosen.resume_warnings())
 
 
 def why_none(checkpoints: Sequence[Checkpoint]) -> str:

@@ -19,7 +19,7 @@ from core.resources import resources_dir
 from core.retention import RetentionPlan
 from core.runlog import RunEvent
 from core.status import STALE_AFTER_S
-from desktop.presenters.plot_data import RunData
+from desktop.presenters.plot_data import PlottedRun
 from desktop.presenters.plot_marks import Focus, checkpoint_marks, origin
 from desktop.workers import Worker, WorkerPool
 from tracker import liveness
@@ -201,13 +201,13 @@ class AppServices(QObject):
     # ---- Series and details
 
     def load_plot_data(self, run_ids: list[int], metrics: list[str] | None,
-                       on_done: Callable[[list[RunData]], None]) -> Worker:
+                       on_done: Callable[[list[PlottedRun]], None]) -> Worker:
         """:meth:`read_plot_data` in the background."""
         return self.workers.start(lambda w: self.read_plot_data(run_ids, metrics, w.cancelled),
                                   self._current(on_done), self._failed)
 
     def read_plot_data(self, run_ids: list[int], metrics: list[str] | None = None,
-                       cancelled: Callable[[], bool] = lambda: False) -> list[RunData]:
+                       cancelled: Callable[[], bool] = lambda: False) -> list[PlottedRun]:
         """The runs' series (all, or ``metrics``) and resume steps, in ``run_ids`` order."""
         runs = {r.id: r for r in self.store.runs(run_ids)}
         out = []
@@ -218,7 +218,7 @@ class AppServices(QObject):
             names = [n for n in run.series if metrics is None or n in metrics]
             series = {n: self.store.series(run_id, n) for n in names}
             resumes = [e.step for e in self.store.events(run_id, ["resume"]) if e.step is not None]
-            out.append(RunData(run_id, run.name, series, resumes, _tokens_per_step(run),
+            out.append(PlottedRun(run_id, run.name, series, resumes, _tokens_per_step(run),
                                series_version(run), **self._annotations(run_id),
                                colour=run.colour, samples_per_step=run.shape.global_batch,
                                n_gpus=run.shape.n_gpus, source_path=run.source_path))

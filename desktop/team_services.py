@@ -4,9 +4,10 @@ The app opens on its local database (``home``). Connecting opens the team
 database in the pool (creating or upgrading its tables, refusing a newer
 schema) and, unless only a copy is wanted, switches the app to it. The
 connection is remembered in the settings and the password in the system
-keyring, never in the settings file. Publishing and taking runs offline copy
-one run per transaction, so a lost connection stops the copy between runs and
-the report says what got across.
+keyring, never in the settings file. Publishing and taking runs offline run
+:func:`tracker.team.copy_runs` (the command line's loop) in a worker: one run per
+transaction, so a lost connection stops the copy between runs and the report
+says what got across.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject
 
 from desktop import passwords
-from desktop.presenters.team_connection import Connection, copy_summary, database_label
+from desktop.presenters.team_connection import Connection, copy_report, database_label
 from desktop.settings import Settings
 from desktop.workers import Worker
 
@@ -124,13 +125,11 @@ class TeamServices(QObject):
 
     def _copy(self, source: Store, target: Store, run_ids: list[int], verb: str, where: str,
               on_done: Callable[[CopyReport, str], None]) -> Worker:
-        def done(result: tuple[CopyReport, str]) -> None:
+        from tracker.team import copy_runs
+
+        def done(report: CopyReport) -> None:
             self.copying = False
-            report, error = result
-            text = copy_summary(verb, len(report.copied), len(report.already_there), where)
-            if error:
-                text = (f"Stopped: {error}. {text} before that; "
-                        "the run being copied was not half-stored")
+            text = copy_report(verb, report, where)
             self._services.sig_message.emit(text)
             if report.copied and target is self._services.store:
                 self._services.sig_runs_changed.emit()
@@ -140,9 +139,13 @@ class TeamServices(QObject):
             self.copying = False
             self._services.sig_message.emit(message)
 
+        def progress(done: int, total: int, _label: str) -> None:
+            self._services.sig_message.emit(f"Copying: {done} of {total} runs {where}…")
+
         self.copying = True
-        return self._services.workers.start(lambda w: _copy_each(source, target, run_ids, w),
-                                            done, failed)
+        return self._services.workers.start(
+            lambda w: copy_runs(source, target, run_ids, progress=w.report, cancel=w.cancelled),
+            done, failed, progress)
 
     def close(self) -> None:
         """Close the databases the app is not on (the services close the one it is on)."""
@@ -150,22 +153,3 @@ class TeamServices(QObject):
             if store is not None and store is not self._services.store:
                 store.close()
 
-
-def _copy_each(source: Store, target: Store, run_ids: list[int],
-               worker: Worker) -> tuple[CopyReport, str]:
-    """Copy run by run, so a lost connection still reports the runs that got across."""
-    from sqlalchemy.exc import DBAPIError
-
-    from tracker.team import CopyReport, copy_runs, reason
-
-    report = CopyReport()
-    for run_id in run_ids:
-        if worker.cancelled():
-            break
-        try:
-            one = copy_runs(source, target, [run_id])
-        except DBAPIError as err:
-            return report, reason(err)
-        report.copied.update(one.copied)
-        report.already_there.update(one.already_there)
-    return report, ""

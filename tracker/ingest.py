@@ -17,12 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sqlalchemy.exc import DBAPIError, IntegrityError
-
 from core.runlog import RunLog
 from tracker import jobs
 from tracker.db import jobs as parts_store
 from tracker.db import runs as run_store
+from tracker.db.errors import AlreadyStored, StorageError
 from tracker.enrich import enrich
 from tracker.model import SourceStat
 from tracker.readers import Reader, ReaderError, best_reader, labels, looks_like_log
@@ -228,7 +227,7 @@ def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileR
         return [_store_log(store, path, log, before, len(logs) > 1, refresh) for log in logs]
     except ReaderError as err:
         result.reason = str(err)
-    except DBAPIError as err:
+    except StorageError as err:
         result.reason = _db_reason(err)
     except OSError as err:
         result.reason = f"cannot read: {err.strerror or err}"
@@ -295,10 +294,10 @@ def _store_log(
                 jobs.diagnose_if_joined(s, run_id)
             else:
                 _join(s, result)
-    except IntegrityError:
+    except AlreadyStored:
         # Another process stored the same content between our check and our insert.
         result.status, result.reason = "duplicate", "stored concurrently by another ingest"
-    except DBAPIError as err:
+    except StorageError as err:
         result.status, result.reason = "error", _db_reason(err)
     return result
 
@@ -327,10 +326,9 @@ def _join(session, result: FileResult) -> None:
         jobs.diagnose(session, joined.run_id)
 
 
-def _db_reason(err: DBAPIError) -> str:
-    what = "database connection lost" if err.connection_invalidated else "database error"
-    detail = str(err.orig).strip().splitlines()[0] if err.orig else type(err).__name__
-    return f"{what} ({detail}); nothing of this file was stored"
+def _db_reason(err: StorageError) -> str:
+    what = "database connection lost" if err.connection_lost else "database error"
+    return f"{what} ({err}); nothing of this file was stored"
 
 
 def _unchanged(store: Store, path: Path) -> bool:

@@ -14,15 +14,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy.orm import Session
-
 from core.jobs import Clock, Placement, copy_to_keep, logger_kinds, overlap, place, same_curve
 from core.runlog import RunLog, Series
 from tracker.db import jobs as parts_store
 from tracker.db import runs as run_store
 from tracker.db.jobs import LOGGER, SYSTEM
-from tracker.db.schema import Run, RunPart
-from tracker.model import SourceStat
+from tracker.db.unit import Unit
+from tracker.model import SourceStat, StoredPart, StoredRun
 
 SAMPLER = "gpu_sampler"
 # A sampler's folder holds the run's log at most this many folders down.
@@ -39,62 +37,61 @@ class Joined:
     absorbed: tuple[int, ...] = ()  # stored runs the new run took in (their ids are gone)
 
 
-def join(session: Session, run_id: int) -> Joined:
+def join(unit: Unit, run_id: int) -> Joined:
     """Join the freshly stored run ``run_id`` to its job, if it has one."""
-    run = session.get(Run, run_id)
+    run = run_store.get(unit, run_id)
     if run.format == SAMPLER:
-        return _sampler_joins(session, run)
-    twin = _logger_twin(session, run)
+        return _sampler_joins(unit, run)
+    twin = _logger_twin(unit, run)
     if twin is not None:
-        part = parts_store.merge(session, twin.id, run.id, LOGGER, copy_to_keep)
+        part = parts_store.merge(unit, twin.id, run.id, LOGGER, copy_to_keep)
         return Joined(twin.id, twin.name, f"joined run {twin.id} ({twin.name}): another log of "
                       f"the same training, its loss curve identical" + _duplicates(part))
-    taken = [s for s in _samplers_beside(session, run) if _take_sampler(session, run, s)]
+    taken = [s for s in _samplers_beside(unit, run) if _take_sampler(unit, run, s)]
     note = (f"took in the GPU sampler log{'s' * (len(taken) > 1)} "
             + ", ".join(Path(s.source_path).name for s in taken)) if taken else ""
     return Joined(run.id, run.name, note, tuple(s.id for s in taken))
 
 
-def merge(session: Session, into: int, other: int) -> str:
+def merge(unit: Unit, into: int, other: int) -> str:
     """Make run ``other`` part of run ``into`` (the user's choice); returns what was done."""
-    target, source = session.get(Run, into), session.get(Run, other)
+    target, source = run_store.get(unit, into), run_store.get(unit, other)
     if target is None or source is None:
         raise LookupError(f"no run with id {other if target else into}")
     if source.format == SAMPLER:
-        placement = _placement(session, target, source)
+        placement = _placement(unit, target, source)
         if placement is None:
             raise ValueError(f"{source.name} was not sampling while {target.name} ran")
-        parts_store.merge(session, into, other, SYSTEM, copy_to_keep, placement.series,
+        parts_store.merge(unit, into, other, SYSTEM, copy_to_keep, placement.series,
                           placement.note)
         return f"{source.name} joined {target.name} as its GPU metrics"
-    part = parts_store.merge(session, into, other, LOGGER, copy_to_keep)
+    part = parts_store.merge(unit, into, other, LOGGER, copy_to_keep)
     return f"{source.name} joined {target.name}" + _duplicates(part)
 
 
-def update_part(session: Session, part: RunPart, log: RunLog, sources: list[SourceStat],
+def update_part(unit: Unit, part: StoredPart, log: RunLog, sources: list[SourceStat],
                 content_key: str) -> int:
     """A part's log read again (it grew): its series, files and events in the job's run."""
     if part.role == SYSTEM:
-        run = session.get(Run, part.run_id)
-        placement = _place_log(session, run, log.series, exclude=part.metrics)
+        run = run_store.get(unit, part.run_id)
+        placement = _place_log(unit, run, log.series, exclude=part.metrics)
         series = placement.series if placement is not None else {}
     else:
         series = log.series
-    named = _part_names(session, part, series, log.format)
-    points = run_store.save_series(session, part.run_id, RunLog(log.format, log.name, named))
-    part.metrics = sorted(set(part.metrics) | set(named))
-    part.content_key = content_key
-    run_store.save_sources(session, part.run_id, sources, part.id)
-    run_store.save_events(session, part.run_id, log.events, part.source_key)
-    run_store.save_checkpoint_refs(session, part.run_id, log)
-    diagnose(session, part.run_id)
+    named = _part_names(unit, part, series, log.format)
+    points = run_store.save_series(unit, part.run_id, RunLog(log.format, log.name, named))
+    parts_store.record_read(unit, part, sorted(set(part.metrics) | set(named)), content_key)
+    run_store.save_sources(unit, part.run_id, sources, part.id)
+    run_store.save_events(unit, part.run_id, log.events, part.source_key)
+    run_store.save_checkpoint_refs(unit, part.run_id, log)
+    diagnose(unit, part.run_id)
     return points
 
 
-def _part_names(session: Session, part: RunPart, series: dict[str, Series],
+def _part_names(unit: Unit, part: StoredPart, series: dict[str, Series],
                 fmt: str) -> dict[str, Series]:
     """The part's series under the names the job's run keeps them by (duplicates left out)."""
-    others = parts_store.series_names(session, part.run_id) - set(part.metrics)
+    others = parts_store.series_names(unit, part.run_id) - set(part.metrics)
     out = {}
     for name, s in series.items():
         if name in part.duplicates:
@@ -104,47 +101,47 @@ def _part_names(session: Session, part: RunPart, series: dict[str, Series],
     return out
 
 
-def diagnose(session: Session, run_id: int) -> None:
+def diagnose(unit: Unit, run_id: int) -> None:
     """Diagnose a job's run again from the store (its series come from several logs)."""
     from tracker.diagnose import diagnose_run
 
-    diagnose_run(session, run_id)
+    diagnose_run(unit, run_id)
 
 
-def diagnose_if_joined(session: Session, run_id: int) -> None:
+def diagnose_if_joined(unit: Unit, run_id: int) -> None:
     """After the run's own log grew: diagnose again with its parts' series, if it has parts."""
-    if parts_store.parts(session, run_id):
-        diagnose(session, run_id)
+    if parts_store.parts(unit, run_id):
+        diagnose(unit, run_id)
 
 
-def job_of(session: Session, part_id: int) -> int:
+def job_of(unit: Unit, part_id: int) -> int:
     """The run a part belongs to."""
-    part = session.get(RunPart, part_id)
+    part = parts_store.part(unit, part_id)
     if part is None:
         raise LookupError(f"no part {part_id}")
     return part.run_id
 
 
-def split(session: Session, part_id: int, colour: str | None = None) -> int:
+def split(unit: Unit, part_id: int, colour: str | None = None) -> int:
     """Make a part of a job a run of its own, never merged again by ingest; returns its id.
 
     Both runs are diagnosed again: each lost or gained series.
     """
-    job = job_of(session, part_id)
-    run_id = parts_store.split(session, part_id, colour)
-    diagnose(session, job)
-    diagnose(session, run_id)
+    job = job_of(unit, part_id)
+    run_id = parts_store.split(unit, part_id, colour)
+    diagnose(unit, job)
+    diagnose(unit, run_id)
     return run_id
 
 
 # ---- GPU samplers
 
 
-def _sampler_joins(session: Session, sampler: Run) -> Joined:
-    for target in _runs_for_sampler(session, sampler):
-        placement = _placement(session, target, sampler)
+def _sampler_joins(unit: Unit, sampler: StoredRun) -> Joined:
+    for target in _runs_for_sampler(unit, sampler):
+        placement = _placement(unit, target, sampler)
         if placement is not None:
-            parts_store.merge(session, target.id, sampler.id, SYSTEM, copy_to_keep,
+            parts_store.merge(unit, target.id, sampler.id, SYSTEM, copy_to_keep,
                               placement.series, placement.note)
             return Joined(target.id, target.name,
                           f"joined run {target.id} ({target.name}) as its GPU metrics: "
@@ -152,32 +149,32 @@ def _sampler_joins(session: Session, sampler: Run) -> Joined:
     return Joined(sampler.id, sampler.name)
 
 
-def _runs_for_sampler(session: Session, sampler: Run) -> list[Run]:
+def _runs_for_sampler(unit: Unit, sampler: StoredRun) -> list[StoredRun]:
     """Training runs the sampler may have watched: the nearest ones in its folder, then those
     whose time it overlaps."""
     folder = os.path.dirname(sampler.source_path)
-    near = [r for r in parts_store.runs_under(session, folder, exclude=[SAMPLER])
+    near = [r for r in parts_store.runs_under(unit, folder, exclude=[SAMPLER])
             if not r.kept_apart and _depth(folder, r.source_path) <= SAMPLER_DEPTH]
     if near:
         nearest = min(_depth(folder, r.source_path) for r in near)
         closest = [r for r in near if _depth(folder, r.source_path) == nearest]
-        return closest if len(closest) == 1 else _by_overlap(session, sampler, closest)
-    span = _sampler_span(session, sampler)
+        return closest if len(closest) == 1 else _by_overlap(unit, sampler, closest)
+    span = _sampler_span(unit, sampler)
     if span is None:
         return []
     from datetime import UTC, datetime
 
     start, end = (datetime.fromtimestamp(t, UTC) for t in span)
-    return _by_overlap(session, sampler, parts_store.runs_started_between(
-        session, start, end, exclude=[SAMPLER]))
+    return _by_overlap(unit, sampler, parts_store.runs_started_between(
+        unit, start, end, exclude=[SAMPLER]))
 
 
-def _by_overlap(session: Session, sampler: Run, runs: list[Run]) -> list[Run]:
+def _by_overlap(unit: Unit, sampler: StoredRun, runs: list[StoredRun]) -> list[StoredRun]:
     """Runs with a wall clock that overlaps the sampler's time, the most overlapping first."""
-    span = _sampler_span(session, sampler)
+    span = _sampler_span(unit, sampler)
     scored = []
     for run in runs:
-        clock = Clock.of(parts_store.timed_series(session, run.id))
+        clock = Clock.of(parts_store.timed_series(unit, run.id))
         if span is not None and clock is not None and clock.absolute:
             shared = overlap(span, clock.span())
             if shared > 0:
@@ -185,44 +182,44 @@ def _by_overlap(session: Session, sampler: Run, runs: list[Run]) -> list[Run]:
     return [run for _, run in sorted(scored, key=lambda pair: -pair[0])]
 
 
-def _sampler_span(session: Session, sampler: Run) -> tuple[float, float] | None:
-    memory = parts_store.read_series(session, sampler.id, ["mem_used_gib"]).get("mem_used_gib")
+def _sampler_span(unit: Unit, sampler: StoredRun) -> tuple[float, float] | None:
+    memory = parts_store.read_series(unit, sampler.id, ["mem_used_gib"]).get("mem_used_gib")
     if memory is None or memory.wall_time is None or not len(memory):
         return None
     return float(memory.wall_time[0]), float(memory.wall_time[-1])
 
 
-def _samplers_beside(session: Session, run: Run) -> list[Run]:
+def _samplers_beside(unit: Unit, run: StoredRun) -> list[StoredRun]:
     """Standalone sampler runs whose folder holds this run's log, and no other run's."""
     found = []
     folder = Path(_where(run.source_path))
     for _ in range(SAMPLER_DEPTH + 1):
-        for sampler in parts_store.runs_under(session, str(folder), formats=[SAMPLER]):
+        for sampler in parts_store.runs_under(unit, str(folder), formats=[SAMPLER]):
             if (not sampler.kept_apart and os.path.dirname(sampler.source_path) == str(folder)
-                    and _runs_for_sampler(session, sampler)[:1] == [run]):
+                    and _runs_for_sampler(unit, sampler)[:1] == [run]):
                 found.append(sampler)
         folder = folder.parent
     return found
 
 
-def _take_sampler(session: Session, run: Run, sampler: Run) -> bool:
-    placement = _placement(session, run, sampler)
+def _take_sampler(unit: Unit, run: StoredRun, sampler: StoredRun) -> bool:
+    placement = _placement(unit, run, sampler)
     if placement is None:
         return False
-    parts_store.merge(session, run.id, sampler.id, SYSTEM, copy_to_keep, placement.series,
+    parts_store.merge(unit, run.id, sampler.id, SYSTEM, copy_to_keep, placement.series,
                       placement.note)
     return True
 
 
-def _placement(session: Session, run: Run, sampler: Run) -> Placement | None:
+def _placement(unit: Unit, run: StoredRun, sampler: StoredRun) -> Placement | None:
     """The sampler's series placed on the run's steps, or None when they cannot be."""
-    return _place_log(session, run, parts_store.read_series(session, sampler.id))
+    return _place_log(unit, run, parts_store.read_series(unit, sampler.id))
 
 
-def _place_log(session: Session, run: Run, samples: dict[str, Series],
+def _place_log(unit: Unit, run: StoredRun, samples: dict[str, Series],
                exclude: list[str] = ()) -> Placement | None:
-    own = parts_store.timed_series(session, run.id, exclude=exclude)
-    steps = parts_store.step_range(session, run.id, exclude=exclude)
+    own = parts_store.timed_series(unit, run.id, exclude=exclude)
+    steps = parts_store.step_range(unit, run.id, exclude=exclude)
     if steps is None:
         return None
     return place(samples, Clock.of(own), steps)
@@ -231,17 +228,17 @@ def _place_log(session: Session, run: Run, samples: dict[str, Series],
 # ---- Second loggers
 
 
-def _logger_twin(session: Session, run: Run) -> Run | None:
+def _logger_twin(unit: Unit, run: StoredRun) -> StoredRun | None:
     """The stored run this one's loss curve repeats, written by another kind of logger."""
-    candidates = parts_store.loss_matches(session, run.id)
+    candidates = parts_store.loss_matches(unit, run.id)
     if not candidates:
         return None
-    mine = parts_store.read_series(session, run.id, ["loss"])["loss"]
-    kinds = logger_kinds(parts_store.file_paths(session, run.id))
+    mine = parts_store.read_series(unit, run.id, ["loss"])["loss"]
+    kinds = logger_kinds(parts_store.file_paths(unit, run.id))
     for other_id in candidates:
-        other = session.get(Run, other_id)
-        theirs = parts_store.read_series(session, other_id, ["loss"])["loss"]
-        if kinds & logger_kinds(parts_store.file_paths(session, other_id)):
+        other = run_store.get(unit, other_id)
+        theirs = parts_store.read_series(unit, other_id, ["loss"])["loss"]
+        if kinds & logger_kinds(parts_store.file_paths(unit, other_id)):
             continue  # one kind of logger wrote both: two runs of one deterministic script
         if same_curve(mine, theirs):
             return other

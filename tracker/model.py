@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from core.shape import RunShape
 
@@ -91,3 +91,29 @@ class RunSummary:
         return {"hash": self.plan.get("hash"), "device_gib": self.plan.get("device_gib"),
                 "peak_allocated_gib": self.stat("mem_peak_gib", "max"),
                 "peak_reserved_gib": self.stat("mem_reserved_gib", "max")}
+
+
+class StoredRun(Protocol):
+    """What code outside ``tracker/db`` reads of a stored run (the database's rows have it)."""
+
+    id: int
+    name: str
+    format: str
+    source_path: str
+    kept_apart: bool
+    shape: dict[str, Any]
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    resumed_from: str | None
+
+
+class StoredPart(Protocol):
+    """A log that joined another run as a part of its job, as code outside ``tracker/db``
+    reads it."""
+
+    id: int
+    run_id: int
+    role: str
+    source_key: str
+    metrics: list[str]
+    duplicates: list[str]

@@ -4,7 +4,7 @@
 field (:mod:`tracker.fields`) and checks that its operator and value make
 sense for it, so a mistake is reported with its column before anything
 runs. :meth:`Query.matches` answers for a run the app already holds;
-:func:`select` asks the database, in SQL for every part that is a column
+:func:`matching_ids` asks the database, in SQL for every part that is a column
 (:mod:`tracker.db.query`) and in Python for the rest. Both read a missing
 value alike: it equals only None, differs from everything else, and is
 neither above nor below any number.
@@ -87,29 +87,29 @@ def compile(text: str, metrics: Iterable[str] = ()) -> Query:  # noqa: A001 (re.
     return Query(text, _bind(parse(text), metrics))
 
 
-def select(store: Store, query: Query, live: Live | None = None) -> list[int]:
+def matching_ids(store: Store, query: Query, live: Live | None = None) -> list[int]:
     """Ids of the stored runs that match, newest first: SQL where it can, Python for the rest.
 
     ``live`` sets the status each run shows (a silent running run is "crashed?") on the runs
     Python checks; SQL answers only for the statuses a log states itself.
     """
-    return [r if isinstance(r, int) else r.id for r in _select(store, query, live, False)]
+    return [r if isinstance(r, int) else r.id for r in _matching(store, query, live, False)]
 
 
 def select_runs(store: Store, query: Query, live: Live | None = None) -> list[RunSummary]:
     """The summaries of the runs that match, newest first, as ``live`` shows them."""
-    return _select(store, query, live, True)
+    return _matching(store, query, live, True)
 
 
-def _select(store: Store, query: Query, live: Live | None, summaries: bool) -> list:
+def _matching(store: Store, query: Query, live: Live | None, summaries: bool) -> list:
     from tracker.db import query as sql
 
-    with store.session() as session:
-        clause, rest = sql.split(query.tree, session.get_bind().dialect.name)
-        ids = sql.matching_ids(session, clause)
+    with store.session() as unit:
+        clause, rest = sql.split(query.tree, unit.dialect)
+        ids = sql.matching_ids(unit, clause)
         if (rest is None and not summaries) or not ids:
             return ids
-        extras = sql.extras(session, ids) if rest is not None and query.needs_extras else {}
+        extras = sql.extras(unit, ids) if rest is not None and query.needs_extras else {}
     runs = store.runs(ids)
     if live is not None:
         live(runs)

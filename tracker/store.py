@@ -11,16 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
-
 from core.shape import RunShape
 from tracker.db import findings as finding_store
 from tracker.db import runs as run_store
-from tracker.db.engine import default_url, display_url, make_engine, normalize_url, upgrade
+from tracker.db.engine import default_url, display_url, normalize_url, open_engine
 from tracker.db.runs import USER_SOURCE
-from tracker.db.schema import EventRow, Run, RunTag, SeriesRow, SourceFile
-from tracker.model import PartInfo, RunSummary, SeriesInfo, SourceStat
+from tracker.db.unit import Unit, unit_of_work
+from tracker.model import PartInfo, RunSummary, SeriesInfo, SourceStat, StoredRun
 
 if TYPE_CHECKING:
     from core.checkpoints import Checkpoint
@@ -36,22 +33,23 @@ class RunNotFound(LookupError):
 
 
 class Store:
-    """A Headroom database, migrated to the current schema on open."""
+    """A Headroom database, migrated to the current schema on open (SchemaError when a newer
+    Headroom wrote it, StorageError when it cannot be reached)."""
 
     def __init__(self, url: str | None = None) -> None:
         self.url = normalize_url(url) if url else default_url()
-        self.engine = make_engine(self.url)
-        upgrade(self.engine)
+        self.engine = open_engine(self.url)
 
     @property
     def display_url(self) -> str:
         return display_url(self.url)
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        """A session whose work commits on success and rolls back on any error."""
-        with Session(self.engine, expire_on_commit=False) as session, session.begin():
-            yield session
+    def session(self) -> Iterator[Unit]:
+        """One unit of work for :mod:`tracker.db`'s functions: it commits on success and rolls
+        back on any error."""
+        with unit_of_work(self.engine) as unit:
+            yield unit
 
     def close(self) -> None:
         self.engine.dispose()
@@ -64,10 +62,8 @@ class Store:
             return run_store.summaries(s, run_ids, finding_store.severities(s, run_ids))
 
     def run_count(self) -> int:
-        from sqlalchemy import func
-
         with self.session() as s:
-            return s.execute(select(func.count(Run.id))).scalar_one()
+            return run_store.count(s)
 
     def run(self, run_id: int) -> RunSummary:
         found = self.runs([run_id])
@@ -87,10 +83,8 @@ class Store:
                 raise RunNotFound(f"no run with id {ref[:30]}")
             return self.run(run_id)
         with self.session() as s:
-            ids = s.execute(select(Run.id).where(Run.name == ref)).scalars().all()
-            near = [] if ids or not ref.strip() else s.execute(
-                select(Run.id, Run.name).where(Run.name.contains(ref, autoescape=True))
-                .order_by(Run.id).limit(4)).all()
+            ids = run_store.ids_named(s, ref)
+            near = [] if ids or not ref.strip() else run_store.names_containing(s, ref, limit=4)
         if len(ids) == 1:
             return self.run(ids[0])
         if ids:
@@ -100,30 +94,20 @@ class Store:
 
     def series(self, run_id: int, name: str) -> Series:
         """A stored series with all its points (NaN and Inf as stored)."""
-        from core.runlog import Series
         from tracker.db import series as series_store
 
         with self.session() as s:
-            row = s.execute(
-                select(SeriesRow).where(SeriesRow.run_id == run_id, SeriesRow.name == name)
-            ).scalar_one_or_none()
-            if row is None:
-                raise KeyError(f"run {run_id} has no series {name!r}")
-            steps, values, walls = series_store.read(s, row.id)
-        return Series(name, steps, values, row.original_name, walls)
+            found = series_store.read_named(s, run_id, name)
+        if found is None:
+            raise KeyError(f"run {run_id} has no series {name!r}")
+        return found
 
     def series_infos(self, run_id: int) -> dict[str, SeriesInfo]:
         return self.run(run_id).series
 
     def events(self, run_id: int, kinds: Iterable[str] | None = None) -> list[RunEvent]:
-        from core.runlog import RunEvent
-
-        query = select(EventRow).where(EventRow.run_id == run_id).order_by(EventRow.id)
-        if kinds is not None:
-            query = query.where(EventRow.kind.in_(list(kinds)))
         with self.session() as s:
-            rows = s.execute(query).scalars().all()
-        return [RunEvent(r.kind, r.step, r.message, dict(r.data), r.wall_time) for r in rows]
+            return run_store.events(s, run_id, kinds)
 
     def config(self, run_id: int) -> dict:
         with self.session() as s:
@@ -138,10 +122,7 @@ class Store:
         """The files the run was read from, as they were when last read."""
         with self.session() as s:
             self._get(s, run_id)
-            rows = s.execute(
-                select(SourceFile).where(SourceFile.run_id == run_id).order_by(SourceFile.path)
-            ).scalars()
-            return [SourceStat(r.path, r.size, r.mtime, r.sha256) for r in rows]
+            return run_store.sources(s, run_id)
 
     def parts(self, run_id: int) -> list[PartInfo]:
         """The logs that joined this run as parts of its job (other loggers, GPU samplers)."""
@@ -182,7 +163,7 @@ class Store:
 
         if run_ids is None:
             with self.session() as s:
-                ids = list(s.execute(select(Run.id).order_by(Run.id)).scalars())
+                ids = run_store.ids(s)
         else:
             ids = list(run_ids)
         out = {}
@@ -195,38 +176,33 @@ class Store:
     # Editing
 
     def rename(self, run_id: int, name: str) -> None:
-        with self.session() as s:
-            self._get(s, run_id).name = name
+        self._update(run_id, name=name)
 
     def set_notes(self, run_id: int, notes: str) -> None:
-        with self.session() as s:
-            self._get(s, run_id).notes = notes
+        self._update(run_id, notes=notes)
 
     def set_tags(self, run_id: int, tags: Iterable[str]) -> None:
         wanted = {t.strip() for t in tags if t.strip()}
         with self.session() as s:
             self._get(s, run_id)
-            s.execute(delete(RunTag).where(RunTag.run_id == run_id))
-            s.add_all(RunTag(run_id=run_id, tag=t) for t in sorted(wanted))
+            run_store.set_tags(s, run_id, sorted(wanted))
 
     def set_shape_field(self, run_id: int, name: str, value) -> None:
         """Record the user's own value for a shape field (kept over re-ingests)."""
         if name not in RunShape.field_names():
             raise KeyError(f"unknown shape field {name!r}")
         with self.session() as s:
-            run = self._get(s, run_id)
-            shape = RunShape.from_dict(run.shape)
+            shape = RunShape.from_dict(self._get(s, run_id).shape)
             if value is None:
                 setattr(shape, name, None)
                 shape.sources.pop(name, None)
             else:
                 shape.set(name, value, USER_SOURCE)
-            run.shape = shape.to_dict()
+            run_store.update(s, run_id, shape=shape.to_dict())
 
     def set_colour(self, run_id: int, colour: str) -> None:
         """The run's colour in every view, as the user chose it ("#rrggbb")."""
-        with self.session() as s:
-            self._get(s, run_id).colour = colour
+        self._update(run_id, colour=colour)
 
     def merge_runs(self, into: int, others: Iterable[int]) -> list[str]:
         """Make ``others`` parts of run ``into`` (one job), each in its own transaction.
@@ -252,7 +228,6 @@ class Store:
         config and events back. Returns the new run's id.
         """
         from tracker import jobs
-        from tracker.db import runs as run_store
         from tracker.ingest import ingest
 
         with self.session() as s:
@@ -265,23 +240,26 @@ class Store:
 
     def set_resumed_from(self, run_id: int, path: str | None) -> None:
         """The checkpoint this run resumed from (lineage), as the user states it; None clears it."""
-        with self.session() as s:
-            self._get(s, run_id).resumed_from = path
+        self._update(run_id, resumed_from=path)
 
     def set_exclude_from_fit(self, run_id: int, exclude: bool = True) -> None:
         """Keep a run out of the memory-model calibration (or let it back in)."""
-        with self.session() as s:
-            self._get(s, run_id).exclude_from_fit = exclude
+        self._update(run_id, exclude_from_fit=exclude)
 
     def delete_runs(self, run_ids: Iterable[int]) -> int:
         """Remove runs and everything stored for them. The user's files are not touched."""
-        ids = list(run_ids)
         with self.session() as s:
-            return s.execute(delete(Run).where(Run.id.in_(ids))).rowcount
+            return run_store.remove(s, run_ids)
+
+    def _update(self, run_id: int, **values) -> None:
+        with self.session() as s:
+            if not run_store.update(s, run_id, **values):
+                raise RunNotFound(f"no run with id {run_id}")
 
     @staticmethod
-    def _get(session: Session, run_id: int) -> Run:
-        run = session.get(Run, run_id)
+    def _get(unit: Unit, run_id: int) -> StoredRun:
+        """The run's stored row (its fields read as attributes); RunNotFound when none."""
+        run = run_store.get(unit, run_id)
         if run is None:
             raise RunNotFound(f"no run with id {run_id}")
         return run

@@ -35,7 +35,7 @@ class LrJump:
 
 
 @dataclass(frozen=True)
-class Resume:
+class ResumeBoundary:
     """A resume boundary: ``step`` is the first step of the resumed part."""
 
     step: int
@@ -81,7 +81,7 @@ def _cyclic(run: RunData) -> bool:
     return any(word in name for word in CYCLIC)
 
 
-def resume_points(run: RunData) -> list[Resume]:
+def resume_points(run: RunData) -> list[ResumeBoundary]:
     """Every resume boundary the run shows, in step order, one per step."""
     found = {r.step: r for r in _from_lr(run)}
     found.update((r.step, r) for r in _from_steps(run))
@@ -89,12 +89,12 @@ def resume_points(run: RunData) -> list[Resume]:
     return [found[step] for step in sorted(found)]
 
 
-def _from_events(run: RunData) -> list[Resume]:
+def _from_events(run: RunData) -> list[ResumeBoundary]:
     out = []
     for event in run.events_of("resume"):
         if event.step is not None:
             path = event.data.get("checkpoint") or event.data.get("path")
-            out.append(Resume(int(event.step), "the log reports a resume",
+            out.append(ResumeBoundary(int(event.step), "the log reports a resume",
                               str(path) if path else None))
     return out
 
@@ -108,27 +108,27 @@ def late_start(loss: Series) -> tuple[int, float] | None:
     return (first, interval) if first > max(100, LATE_START * interval) else None
 
 
-def _from_steps(run: RunData) -> list[Resume]:
+def _from_steps(run: RunData) -> list[ResumeBoundary]:
     loss = run.get("loss")
     if loss is None:
         return []
     steps = loss.steps
-    out = [Resume(int(steps[i + 1]), "the logged steps go back")
+    out = [ResumeBoundary(int(steps[i + 1]), "the logged steps go back")
            for i in np.flatnonzero(steps[1:] <= steps[:-1])]
     late = late_start(loss)
     if late is not None:
-        out.append(Resume(late[0], f"the run starts at step {late[0]}, not 0"))
+        out.append(ResumeBoundary(late[0], f"the run starts at step {late[0]}, not 0"))
     return out
 
 
-def _from_lr(run: RunData) -> list[Resume]:
+def _from_lr(run: RunData) -> list[ResumeBoundary]:
     """LR jumps whose rise began right at a step where the run saved a checkpoint."""
     saved = _checkpoint_steps(run)
     out = []
     for jump in lr_jumps(run) if saved else []:
         at = [s for s in saved if jump.since <= s < jump.step]
         if at:
-            out.append(Resume(max(at) + 1, "the LR jumped back up right after a checkpoint"))
+            out.append(ResumeBoundary(max(at) + 1, "the LR jumped back up right after a checkpoint"))
     return out
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from core.checkpoints import Checkpoint
 from core.diagnostics._stats import finite, noise_sigma
-from core.diagnostics.boundaries import JUMP, Resume, resume_points
+from core.diagnostics.boundaries import JUMP, ResumeBoundary, resume_points
 from core.diagnostics.finding import WARNING, Finding, RunData
 
 WINDOW = 10  # points before the boundary that set the pre-resume level (few: the loss falls)
@@ -29,7 +29,7 @@ def resume_rebound(run: RunData) -> list[Finding]:
     return [f for point in resume_points(run) if (f := _check(run, point)) is not None]
 
 
-def _check(run: RunData, point: Resume) -> Finding | None:
+def _check(run: RunData, point: ResumeBoundary) -> Finding | None:
     loss = _rebound(run, point.step)
     lr = _lr_restart(run, point.step)
     if not loss and not lr:
@@ -100,7 +100,7 @@ def _lr_restart(run: RunData, step: int) -> dict:
     return {}
 
 
-def _resumed_from(run: RunData, point: Resume) -> Checkpoint | None:
+def _resumed_from(run: RunData, point: ResumeBoundary) -> Checkpoint | None:
     """The checkpoint the log names, else the latest one saved before the boundary."""
     known = list(run.checkpoints) + (list(run.previous.checkpoints) if run.previous else [])
     if point.checkpoint:  # the same path, or the same folder name (written on another machine)
@@ -112,7 +112,7 @@ def _resumed_from(run: RunData, point: Resume) -> Checkpoint | None:
     return max(before, key=lambda c: c.step) if before else None
 
 
-def _message(point: Resume, loss: dict, lr: dict) -> str:
+def _message(point: ResumeBoundary, loss: dict, lr: dict) -> str:
     parts = []
     if loss:
         parts.append(f"the loss jumped from {loss['loss_before']:.4g} to {loss['loss_after']:.4g}")

@@ -17,7 +17,7 @@ from core.checkpoints import PARTS
 from desktop.models.rows import RIGHT, Index, RowsModel
 from desktop.presenters import checkpoint_rows as present
 from desktop.presenters import formatting as fmt
-from desktop.presenters.checkpoint_rows import PART_NAMES, CheckpointRow
+from desktop.presenters.checkpoint_rows import PART_NAMES, CheckpointItem
 from desktop.widgets.badges import BADGES_ROLE
 from desktop.widgets.icons import part_icon
 
@@ -33,14 +33,14 @@ _CENTER = int(Qt.AlignmentFlag.AlignCenter)
 _GREY, _RED = QColor("#7b8794"), QColor("#c62828")
 
 
-class CheckpointModel(RowsModel[CheckpointRow]):
+class CheckpointModel(RowsModel[CheckpointItem]):
     column_count = len(COLUMNS)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.metric = "eval_loss"  # the metric column's series
 
-    def set_rows(self, rows: list[CheckpointRow], metric: str) -> None:
+    def set_rows(self, rows: list[CheckpointItem], metric: str) -> None:
         self.metric = metric
         self._replace(rows)
 
@@ -77,7 +77,7 @@ class CheckpointModel(RowsModel[CheckpointRow]):
 
     # ---- Cells
 
-    def _part(self, row: CheckpointRow, part: str, role: int) -> Any:
+    def _part(self, row: CheckpointItem, part: str, role: int) -> Any:
         if role == Qt.ItemDataRole.DecorationRole and row.checkpoint.present:
             return part_icon(row.part(part))
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -86,7 +86,7 @@ class CheckpointModel(RowsModel[CheckpointRow]):
             return row.part_tip(part)
         return None
 
-    def _text(self, row: CheckpointRow, key: str) -> str:
+    def _text(self, row: CheckpointItem, key: str) -> str:
         c = row.checkpoint
         texts = {
             "step": lambda: fmt.count(c.step), "badges": lambda: " ".join(row.badges),
@@ -96,7 +96,7 @@ class CheckpointModel(RowsModel[CheckpointRow]):
         }
         return texts[key]()
 
-    def _tip(self, row: CheckpointRow, key: str) -> str | None:
+    def _tip(self, row: CheckpointItem, key: str) -> str | None:
         if key == "status":
             return row.status_tip or None
         if key in ("loss", "metric"):

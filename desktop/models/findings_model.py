@@ -11,17 +11,17 @@ from typing import Any
 from PySide6.QtCore import Qt
 
 from desktop.models.rows import RIGHT, Index, RowsModel
-from desktop.presenters.findings import FindingRow
+from desktop.presenters.findings import FindingItem
 from desktop.widgets.icons import severity_icon
 
 COLUMNS = ("Finding", "Steps", "Run", "Message")
 TITLE, STEPS, RUN, MESSAGE = range(len(COLUMNS))
 
 
-class FindingsModel(RowsModel[FindingRow]):
+class FindingsModel(RowsModel[FindingItem]):
     column_count = len(COLUMNS)
 
-    def set_rows(self, rows: list[FindingRow]) -> bool:
+    def set_rows(self, rows: list[FindingItem]) -> bool:
         """Show ``rows``; False (and no reset, so the selection stays) when nothing changed."""
         if rows == self._rows:
             return False

@@ -14,7 +14,7 @@ from pathlib import PurePath
 
 from core.checkpoints import Checkpoint, is_eval_metric, metric_mode
 from core.metrics import size_text
-from core.resume import Resume, why_none
+from core.resume import ResumeAdvice, why_none
 from desktop.presenters import formatting as fmt
 from tracker.checkpoints.inspect import UNKNOWN
 from tracker.checkpoints.lineage import Lineage
@@ -45,7 +45,7 @@ MODES = {"min": "lower is better", "max": "higher is better"}
 
 
 @dataclass(frozen=True)
-class CheckpointRow:
+class CheckpointItem:
     """One checkpoint as the table shows it."""
 
     checkpoint: Checkpoint
@@ -94,20 +94,20 @@ def unsafe(c: Checkpoint) -> bool:
     return any(UNKNOWN in w or " would run " in w for w in c.warnings)
 
 
-def rows(report: Report, resume: Resume | None = None) -> list[CheckpointRow]:
+def rows(report: Report, resume: ResumeAdvice | None = None) -> list[CheckpointItem]:
     """The report's checkpoints, by step, with the best, latest and resume point flagged."""
     resume = resume or report.resume
     chosen = resume.checkpoint if resume else None
-    return [CheckpointRow(c, c is report.best, c is report.latest, c is chosen)
+    return [CheckpointItem(c, c is report.best, c is report.latest, c is chosen)
             for c in report.checkpoints]
 
 
-def metric_value(row: CheckpointRow, metric: str) -> str:
+def metric_value(row: CheckpointItem, metric: str) -> str:
     value = row.checkpoint.metrics.get(metric)
     return fmt.number(value) if isinstance(value, int | float) else ""
 
 
-def metric_tip(row: CheckpointRow, metric: str) -> str | None:
+def metric_tip(row: CheckpointItem, metric: str) -> str | None:
     """Where a value came from: training loss is smoothed, eval the last one at or before."""
     taken = row.checkpoint.metric_steps.get(metric)
     if metric not in row.checkpoint.metrics:
@@ -117,7 +117,7 @@ def metric_tip(row: CheckpointRow, metric: str) -> str | None:
     return f"evaluated at step {taken:,}" if taken is not None else "as the checkpoint states it"
 
 
-def written(row: CheckpointRow, now: datetime | None = None) -> str:
+def written(row: CheckpointItem, now: datetime | None = None) -> str:
     """When the checkpoint was written, short: "02 Dec 17:09" (the year only when not this one)."""
     when = row.checkpoint.written_at
     if when is None:
@@ -128,7 +128,7 @@ def written(row: CheckpointRow, now: datetime | None = None) -> str:
     return local.strftime("%d %b %H:%M")
 
 
-def size(row: CheckpointRow) -> str:
+def size(row: CheckpointItem) -> str:
     n = row.checkpoint.size_bytes
     return "" if n is None or row.checkpoint.link_to else size_text(n)
 
@@ -176,14 +176,14 @@ def resumable(c: Checkpoint) -> bool:
     return c.present and c.has.get("model") is not False
 
 
-def not_resumable(row: CheckpointRow) -> str:
+def not_resumable(row: CheckpointItem) -> str:
     """Why :func:`resumable` says no, in words."""
     if not row.checkpoint.present:
         return f"{row.status}: nothing to resume"
     return "no model weights: there is nothing to resume from"
 
 
-def resume_title(resume: Resume | None, checkpoints: list[Checkpoint] = ()) -> str:
+def resume_title(resume: ResumeAdvice | None, checkpoints: list[Checkpoint] = ()) -> str:
     """The resume box's heading: where to resume, or why there is nowhere."""
     if resume is None:
         return why_none(checkpoints)

@@ -24,7 +24,7 @@ WORDS = {"lr": "LR", "gib": "GiB", "gpu": "GPU", "gpus": "GPUs", "fp16": "fp16",
 
 
 @dataclass(frozen=True)
-class FindingRow:
+class FindingItem:
     """One finding as the list shows it, with the run it belongs to."""
 
     run_id: int
@@ -50,12 +50,12 @@ class FindingRow:
         return self.finding.kind in FIX_KINDS
 
 
-def rows(findings: Mapping[int, list[Finding]], names: Mapping[int, str]) -> list[FindingRow]:
+def rows(findings: Mapping[int, list[Finding]], names: Mapping[int, str]) -> list[FindingItem]:
     """Every run's findings, runs in the given order, most severe first within each run."""
     out = []
     for run_id, found in findings.items():
         for index, finding in enumerate(found):
-            out.append(FindingRow(run_id, names.get(run_id, f"run {run_id}"), index, finding))
+            out.append(FindingItem(run_id, names.get(run_id, f"run {run_id}"), index, finding))
     return out
 
 
@@ -113,7 +113,7 @@ def evidence(finding: Finding) -> list[tuple[str, str]]:
     return [(label(k), value_text(v)) for k, v in finding.evidence.items()]
 
 
-def why_html(row: FindingRow) -> str:
+def why_html(row: FindingItem) -> str:
     """The "why?" pane: what happened, the likely cause, the remedy, the evidence numbers."""
     f = row.finding
     where = f"steps {row.steps}" if "–" in row.steps else (f"step {row.steps}" if row.steps

@@ -18,7 +18,7 @@ from core.runlog import Series
 from desktop.presenters import formatting as fmt
 
 if TYPE_CHECKING:
-    from desktop.presenters.plot_data import RunData
+    from desktop.presenters.plot_data import PlottedRun
 
 AXES: dict[str, str] = {
     "step": "Step",
@@ -53,7 +53,7 @@ def missing(axis: str) -> str:
     return MISSING.get(axis, f"{axis.removeprefix(METRIC)} is not logged or goes down")
 
 
-def choices(runs: Iterable[RunData]) -> list[str]:
+def choices(runs: Iterable[PlottedRun]) -> list[str]:
     """The axes to offer: the fixed ones, then metrics that only grow in every run logging them."""
     found: dict[str, bool] = {}
     for run in runs:
@@ -75,7 +75,7 @@ def _grows(series: Series) -> bool:
 class RunAxis:
     """Places one run's steps on the chosen x axis."""
 
-    def __init__(self, run: RunData, axis: str) -> None:
+    def __init__(self, run: PlottedRun, axis: str) -> None:
         self.axis = axis
         self.per_step = {"tokens": run.tokens_per_step, "samples": run.samples_per_step}.get(axis)
         source = {"tokens": "tokens_seen", "samples": "samples_seen", "epoch": "epoch"}.get(

@@ -32,7 +32,7 @@ from desktop.presenters.plot_marks import Annotations, CheckpointMark, Origin, a
 from desktop.presenters.run_columns import MEMORY_METRICS
 from desktop.presenters.run_names import display_names
 
-__all__ = ["PALETTE", "Band", "Curve", "Panel", "PlotSpec", "RunData", "build", "time_unit"]
+__all__ = ["PALETTE", "Band", "Curve", "Panel", "PlotSpec", "PlottedRun", "build", "time_unit"]
 
 # A metric logged per GPU ("power_w/gpu3") is shown as a family: one panel, each run's
 # mean (the busiest GPU for memory) with its spread across GPUs as a band.
@@ -106,7 +106,7 @@ def with_families(names: Iterable[str]) -> set[str]:
 
 
 @dataclass
-class RunData:
+class PlottedRun:
     """One selected run as the plots need it, loaded from the store."""
 
     run_id: int
@@ -234,7 +234,7 @@ class _Look:
     tip: str
 
 
-def build(runs: list[RunData], metrics: list[str], axis: str = "step",
+def build(runs: list[PlottedRun], metrics: list[str], axis: str = "step",
           smoothing: float = 0.0, cache: SmoothingCache | None = None,
           kind: str = "ema") -> PlotSpec:
     """Every panel's curves for ``runs`` (in selection order), on ``axis``, smoothed by ``kind``.
@@ -266,13 +266,13 @@ def build(runs: list[RunData], metrics: list[str], axis: str = "step",
     return spec
 
 
-def _looks(runs: list[RunData]) -> list[_Look]:
+def _looks(runs: list[PlottedRun]) -> list[_Look]:
     names = display_names([r.name for r in runs], [r.source_path for r in runs])
     return [_Look(run.colour or colour(i), name, f"{run.name}\n{run.source_path}".strip())
             for i, (run, name) in enumerate(zip(runs, names, strict=True))]
 
 
-def _add_run(panel: Panel, run: RunData, place: RunAxis, look: _Look, metrics: list[str],
+def _add_run(panel: Panel, run: PlottedRun, place: RunAxis, look: _Look, metrics: list[str],
              smoothing: tuple[str, float], cache: SmoothingCache) -> None:
     overlays = [m for m in OVERLAYS.get(panel.metric, ()) if m not in metrics]
     kind, weight = smoothing
@@ -291,13 +291,13 @@ def _add_run(panel: Panel, run: RunData, place: RunAxis, look: _Look, metrics: l
         _add_marks(panel, run, place, look.colour)
 
 
-def _add_marks(panel: Panel, run: RunData, place: RunAxis, colour_: str) -> None:
+def _add_marks(panel: Panel, run: PlottedRun, place: RunAxis, colour_: str) -> None:
     xs = place.x(np.asarray(run.resumes, dtype=np.int64), None)
     panel.resumes.extend((float(x), colour_) for x in xs if np.isfinite(x))
     annotate(panel, run, colour_, lambda steps: place.x(steps, None))
 
 
-def _add_family(panel: Panel, run: RunData, place: RunAxis, look: _Look) -> None:
+def _add_family(panel: Panel, run: PlottedRun, place: RunAxis, look: _Look) -> None:
     """The run's per-GPU series of the family as one line (mean, or busiest for memory) with
     the spread across GPUs as a band."""
     base = panel.metric[:-len(FAMILY)]
@@ -322,7 +322,7 @@ def _add_family(panel: Panel, run: RunData, place: RunAxis, look: _Look) -> None
     _add_marks(panel, run, place, look.colour)
 
 
-def _curve(run: RunData, metric: str, look: _Look, x: np.ndarray, y: np.ndarray,
+def _curve(run: PlottedRun, metric: str, look: _Look, x: np.ndarray, y: np.ndarray,
            overlay: bool) -> Curve:
     """The curve in x order, without points the axis cannot place; smoothed by the caller."""
     keep = np.isfinite(x)

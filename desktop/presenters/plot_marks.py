@@ -20,7 +20,7 @@ from core.checkpoints import Checkpoint
 from core.diagnostics import Finding, title
 
 if TYPE_CHECKING:
-    from desktop.presenters.plot_data import Panel, RunData
+    from desktop.presenters.plot_data import Panel, PlottedRun
     from tracker.checkpoints.lineage import Lineage
 
 # Panels whose curve carries the checkpoint marks (training loss, else eval loss).
@@ -134,7 +134,7 @@ def origin(lineage: Lineage | None, parent_name: str | None) -> Origin | None:
     return Origin(step, f"from {parent_name or f'run {lineage.parent_run}'} · step {step:,}")
 
 
-def annotate(panel: Panel, run: RunData, colour: str, to_x: ToX) -> None:
+def annotate(panel: Panel, run: PlottedRun, colour: str, to_x: ToX) -> None:
     """Add ``run``'s marks, shaded ranges and lineage boundary to ``panel`` (after its curves)."""
     mine = {c.metric: c for c in panel.curves if c.run_id == run.run_id}
     if not mine:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tracker.team import CopyReport
 
 DRIVER = "postgresql+psycopg"
 DEFAULT_PORT = "5432"
@@ -43,18 +47,10 @@ class Connection:
         return None
 
     def url(self, password: str = "") -> str:
-        """The SQLAlchemy URL; a host that is a folder is a Unix socket, passed as a query."""
-        from sqlalchemy.engine import URL
+        """The database URL (a host that is a folder is a Unix socket)."""
+        from tracker.db.engine import server_url
 
-        socket = self.host.startswith("/")
-        url = URL.create(
-            DRIVER, username=self.user or None, password=password or None,
-            host=None if socket else self.host.strip(),
-            port=None if socket else int(self.port), database=self.database.strip(),
-            query={"host": self.host, "port": self.port} if socket else {},
-        )
-        return url.render_as_string(hide_password=False)
-
+        return server_url(DRIVER, self.user, password, self.host, self.port, self.database)
 
 def database_label(display_url: str) -> str:
     """The status bar's words for the database in use (its URL already has no password)."""
@@ -68,4 +64,16 @@ def copy_summary(verb: str, copied: int, already: int, where: str) -> str:
     text = f"{verb} {copied} run{'s' * (copied != 1)} {where}"
     if already:
         text += f"; {already} {'was' if already == 1 else 'were'} already there"
+    return text
+
+
+def copy_report(verb: str, report: CopyReport, where: str) -> str:
+    """The status bar's words for a copy, saying why it stopped early and what it left."""
+    text = copy_summary(verb, len(report.copied), len(report.already_there), where)
+    left = len(report.not_copied)
+    if report.error:
+        return (f"Stopped: {report.error}. {text} before that; the run being copied was not "
+                f"half-stored; {left} not copied")
+    if report.cancelled:
+        return f"Cancelled: {text}; {left} not copied"
     return text

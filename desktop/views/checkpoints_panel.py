@@ -35,7 +35,7 @@ from core.checkpoints import PARTS
 from core.resume import command
 from desktop.models.checkpoint_model import COLUMN_INDEX, CheckpointModel
 from desktop.presenters import checkpoint_rows as present
-from desktop.presenters.checkpoint_rows import CheckpointRow
+from desktop.presenters.checkpoint_rows import CheckpointItem
 from desktop.services import AppServices
 from desktop.views import retention_dialog
 from desktop.widgets.badges import BadgeDelegate, CenteredIconDelegate
@@ -194,7 +194,7 @@ class CheckpointsPanel(QWidget):
             retention_dialog.RetentionDialog(self._services, self.run_id, self.report,
                                              self).exec()
 
-    def selected(self) -> CheckpointRow | None:
+    def selected(self) -> CheckpointItem | None:
         index = self.table.currentIndex()
         return self.model.row(index.row()) if index.isValid() else None
 

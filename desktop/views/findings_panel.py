@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from core.diagnostics import Finding
 from desktop.models.findings_model import MESSAGE, RUN, STEPS, TITLE, FindingsModel
 from desktop.presenters import findings as present
-from desktop.presenters.findings import FindingRow
+from desktop.presenters.findings import FindingItem
 from desktop.presenters.plot_marks import Focus
 from desktop.services import AppServices
 from desktop.views.fix_dialog import FixDialog
@@ -107,7 +107,7 @@ class FindingsPanel(QWidget):
         if self._services.selected:
             self._services.rediagnose(list(self._services.selected))
 
-    def selected(self) -> FindingRow | None:
+    def selected(self) -> FindingItem | None:
         index = self.table.currentIndex()
         return self.model.row(index.row()) if index.isValid() else None
 

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.presenters import plot_axes, plot_data
-from desktop.presenters.plot_data import PlotSpec, RunData
+from desktop.presenters.plot_data import PlotSpec, PlottedRun
 from desktop.presenters.plot_marks import Focus
 from desktop.services import AppServices, series_version
 from desktop.settings import Settings
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 DEFAULT_HEIGHT = 210
 SELECT_RUNS = "Select runs in the table to plot them (Ctrl+click or Shift+click for several)."
 NO_METRICS = "The selected runs have no metric series to plot."
-Contributor = Callable[[PlotSpec, list[RunData]], None]
+Contributor = Callable[[PlotSpec, list[PlottedRun]], None]
 
 
 class PlotsPanel(QWidget):
@@ -54,7 +54,7 @@ class PlotsPanel(QWidget):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._services, self._settings = services, settings
-        self._data: dict[int, RunData] = {}
+        self._data: dict[int, PlottedRun] = {}
         self._drawn_axis = ""
         self.spec: PlotSpec | None = None
         self.cells: list[PlotCell] = []
@@ -215,7 +215,7 @@ class PlotsPanel(QWidget):
         elif self.spec is not None:
             self._show_focus(self.spec)
 
-    def _build(self, runs: list[RunData], metrics: list[str]) -> PlotSpec:
+    def _build(self, runs: list[PlottedRun], metrics: list[str]) -> PlotSpec:
         spec = plot_data.build(runs, metrics, self.axis, self.smoothing, self._smoothed,
                                self.toolbar.smoothing_kind)
         for contributor in self._contributors:
@@ -332,7 +332,7 @@ class PlotsPanel(QWidget):
 
     # ---- Data
 
-    def _shown_runs(self) -> list[RunData]:
+    def _shown_runs(self) -> list[PlottedRun]:
         return [self._data[i] for i in self._services.selected if i in self._data]
 
     def _offer_axes(self) -> None:
@@ -347,7 +347,7 @@ class PlotsPanel(QWidget):
         self._offer_axes()
         self.rebuild()
 
-    def add_data(self, runs: list[RunData]) -> None:
+    def add_data(self, runs: list[PlottedRun]) -> None:
         """Take loaded series of selected runs into the cache and redraw (in place if they grew)."""
         selected = set(self._services.selected)
         fresh = {run.run_id: run for run in runs if run.run_id in selected}

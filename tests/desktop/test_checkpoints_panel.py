@@ -233,18 +233,18 @@ def test_checkpoints_are_marked_on_the_loss_curve(qtbot, services, settings, hf_
 
 def test_status_words_for_pointers_unsafe_pickles_and_links():
     from core.checkpoints import Checkpoint
-    from desktop.presenters.checkpoint_rows import CheckpointRow
+    from desktop.presenters.checkpoint_rows import CheckpointItem
     from tracker.checkpoints.inspect import UNKNOWN
 
     def status(**kw) -> str:
-        return CheckpointRow(Checkpoint("/r/ckpt", 8, **kw)).status
+        return CheckpointItem(Checkpoint("/r/ckpt", 8, **kw)).status
 
     assert status() == "present" and status(status="lfs") == "LFS pointer"
     assert status(status="deleted") == "deleted" and status(status="missing") == "missing"
     assert status(warnings=[f"optimizer.pt: {UNKNOWN}"]) == "unsafe to inspect"
     assert status(warnings=["optimizer.pt would run posix.system if loaded: never load it "
                             "without weights_only=True"]) == "unsafe to inspect"
-    link = CheckpointRow(Checkpoint("/r/last.ckpt", 8, link_to="/r/epoch=0-step=8.ckpt"))
+    link = CheckpointItem(Checkpoint("/r/last.ckpt", 8, link_to="/r/epoch=0-step=8.ckpt"))
     assert link.status_tip.startswith("A link to /r/epoch=0-step=8.ckpt")
 
 
@@ -281,14 +281,14 @@ def test_write_times_read_short_within_the_year():
     from datetime import UTC, datetime
 
     from core.checkpoints import Checkpoint
-    from desktop.presenters.checkpoint_rows import CheckpointRow, written
+    from desktop.presenters.checkpoint_rows import CheckpointItem, written
 
     when = datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
-    row = CheckpointRow(Checkpoint("/r/c", 1, written_at=when))
+    row = CheckpointItem(Checkpoint("/r/c", 1, written_at=when))
     local = when.astimezone()
     assert written(row, now=datetime(2026, 12, 1)) == local.strftime("%d %b %H:%M")
     assert written(row, now=datetime(2027, 1, 1)) == local.strftime("%Y-%m-%d %H:%M")
-    assert written(CheckpointRow(Checkpoint("/r/c", 1))) == ""
+    assert written(CheckpointItem(Checkpoint("/r/c", 1))) == ""
 
 
 def test_checkpoints_without_weights_are_never_offered_for_resuming(qtbot, panel, services,

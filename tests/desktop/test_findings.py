@@ -18,7 +18,7 @@ from core.runlog import Series
 from desktop.models.run_table_model import RunTableModel
 from desktop.presenters import findings as present
 from desktop.presenters import plot_data
-from desktop.presenters.plot_data import RunData
+from desktop.presenters.plot_data import PlottedRun
 from desktop.presenters.run_columns import COLUMN_INDEX
 from desktop.services import SAMPLES
 from desktop.views.findings_panel import FindingsPanel
@@ -190,7 +190,7 @@ def test_severity_column_sorts_and_filters(qtbot, services, runs):
 def test_rerun_diagnostics_brings_findings_back(qtbot, services, findings, runs):
     run_id = runs["diverged"]
     with services.store.session() as s:  # as after an upgrade that dropped them
-        s.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
+        s.session.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
     _select(qtbot, services, findings, [run_id], 0)
     assert findings.rerun_button.isEnabled()
     with qtbot.waitSignal(services.sig_findings_changed) as changed:
@@ -270,7 +270,7 @@ def test_evidence_reads_as_words():
 def test_regions_follow_the_x_axis():
     steps = np.arange(0, 101)
     walls = 1_000.0 + steps * 60.0  # a step a minute
-    run = RunData(1, "r", {"loss": Series("loss", steps, 3 - steps / 100, wall_time=walls)},
+    run = PlottedRun(1, "r", {"loss": Series("loss", steps, 3 - steps / 100, wall_time=walls)},
                   findings=[Finding("loss_spike", "warning", "m", "c", "r", 20, 40, "loss",
                                     (20,))])
     by_step = plot_data.build([run], ["loss"], "step").panels[0].annotations

@@ -9,7 +9,12 @@ from sqlalchemy.engine import make_url
 from core.shape import RunShape
 from core.status import live_status as live_status_of
 from desktop.presenters import live_status, watch_list
-from desktop.presenters.team_connection import Connection, copy_summary, database_label
+from desktop.presenters.team_connection import (
+    Connection,
+    copy_report,
+    copy_summary,
+    database_label,
+)
 from tracker import liveness
 from tracker.model import RunSummary
 
@@ -85,3 +90,16 @@ def test_database_words():
         "Team tracker: postgresql+psycopg://ana:***@db/team")
     assert copy_summary("Published", 1, 0, "to X") == "Published 1 run to X"
     assert copy_summary("Copied", 2, 1, "here") == "Copied 2 runs here; 1 was already there"
+
+
+def test_a_copy_that_stopped_early_says_why_and_what_it_left():
+    from tracker.team import CopyReport
+
+    lost = CopyReport({1: 7}, {}, [2, 3], error="server closed the connection unexpectedly")
+    assert copy_report("Published", lost, "to X") == (
+        "Stopped: server closed the connection unexpectedly. Published 1 run to X before that; "
+        "the run being copied was not half-stored; 2 not copied")
+    cancelled = CopyReport({1: 7}, {2: 8}, [3], cancelled=True)
+    assert copy_report("Copied", cancelled, "here") == (
+        "Cancelled: Copied 1 run here; 1 was already there; 1 not copied")
+    assert copy_report("Copied", CopyReport({1: 7}), "here") == "Copied 1 run here"

@@ -34,7 +34,7 @@ def _series(name, steps, values, walls=None):
 
 
 def _run(run_id=1, name="a", **series):
-    return plot_data.RunData(run_id, name, dict(series))
+    return plot_data.PlottedRun(run_id, name, dict(series))
 
 
 # ---- Plots

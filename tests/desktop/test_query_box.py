@@ -51,7 +51,7 @@ def test_a_query_filters_the_table_as_the_command_line_would(panel, services):
     text = 'peak_gib > 20 or (format == "hf_trainer" and final_loss < 0.5)'
     panel.filter_edit.setText(text)
     assert _shown(panel) == {"synthetic-llama3-8b-fsdp-8xh100", "hf-gpt2-tiny-lr5e-3"}
-    ids = query.select(services.store, query.compile(text))
+    ids = query.matching_ids(services.store, query.compile(text))
     assert {r.name for r in services.runs(ids)} == _shown(panel)
     assert panel.query.error_label.isHidden()
     panel.filter_edit.setText("llama")  # words again

@@ -109,7 +109,7 @@ def test_brushes_become_a_query_that_keeps_exactly_the_brushed_runs(services, me
     assert 0 < kept.sum() < len(kept)
     text = parallel.brush_query(axes, brushes)
     assert text.startswith("seq_len >= ") and " and peak_gib <= " in text
-    matched = query.select(services.store, query.compile(text))
+    matched = query.matching_ids(services.store, query.compile(text))
     assert sorted(matched) == sorted(np.array(lines.run_ids)[kept].tolist())
     only_full = [parallel.Brush(0, axes[0].position("full") - 0.01,
                                 axes[0].position("full") + 0.01)]

@@ -227,12 +227,12 @@ def test_a_lost_connection_is_said_and_the_app_keeps_working(qtbot, window, serv
     team = window.team.team.team_store
     real_write = series_store.write
 
-    def write_then_die(session, run_id, series):
-        real_write(session, run_id, series)
-        pid = session.execute(text("SELECT pg_backend_pid()")).scalar()
+    def write_then_die(unit, run_id, series):
+        real_write(unit, run_id, series)
+        pid = unit.session.execute(text("SELECT pg_backend_pid()")).scalar()
         with team.engine.connect() as conn:
             conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        return real_write(session, run_id, series)
+        return real_write(unit, run_id, series)
 
     monkeypatch.setattr(series_store, "write", write_then_die)
     report = ingest_and_wait(qtbot, services, [write_log(tmp_path / "a.jsonl", "doomed")])

@@ -92,7 +92,7 @@ def test_a_run_that_starts_where_another_stopped_continues_it(store, corpus):
 def test_rediagnose_rebuilds_findings_from_the_stored_runs(store, tmp_path):
     run_id = ingested(store, write_run(tmp_path / "nan.jsonl", range(1, 51), nan_from=30))
     with store.session() as s:
-        s.execute(delete(FindingRow))
+        s.session.execute(delete(FindingRow))
     assert store.findings(run_id) == []
     assert [f.kind for f in store.diagnose()[run_id]] == ["loss_nan"]
     assert [f.kind for f in store.findings(run_id)] == ["loss_nan"]

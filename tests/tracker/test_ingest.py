@@ -185,7 +185,7 @@ def test_a_failure_while_storing_leaves_nothing_half_stored(store, tmp_path, mon
     assert statuses(report) == ["error"] and "disk full" in report.results[0].reason
     with store.session() as s:
         for table in ("run", "series", "series_chunk", "source_file"):
-            assert s.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar() == 0
+            assert s.session.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar() == 0
 
 
 def test_cancel_stops_between_files(store, tmp_path):
@@ -224,10 +224,10 @@ def test_process_killed_mid_ingest_leaves_a_consistent_database(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     store = Store(db)
     with store.session() as s:
-        assert s.execute(text("PRAGMA integrity_check")).scalar() == "ok"
-        stored = s.execute(text("SELECT COUNT(*) FROM run")).scalar()
+        assert s.session.execute(text("PRAGMA integrity_check")).scalar() == "ok"
+        stored = s.session.execute(text("SELECT COUNT(*) FROM run")).scalar()
         # every stored series has exactly the points its summary counts
-        bad = s.execute(text(
+        bad = s.session.execute(text(
             "SELECT COUNT(*) FROM series s WHERE s.count != "
             "(SELECT COALESCE(SUM(n), 0) FROM series_chunk c WHERE c.series_id = s.id)"
         )).scalar()

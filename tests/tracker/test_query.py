@@ -124,7 +124,7 @@ def test_sql_and_python_give_the_same_answer(corpus_db, text):
     runs = store.runs()
     extras = {r.id: {"summary": store.final_values(r.id), "config": store.config(r.id)}
               for r in runs}
-    assert query.select(store, compiled) == [r.id for r in runs
+    assert query.matching_ids(store, compiled) == [r.id for r in runs
                                              if compiled.matches(r, extras[r.id])]
     store.close()
 

@@ -74,7 +74,7 @@ def test_million_points_stored_as_chunks_and_read_back(store):
     log.add_series("loss", np.arange(n), np.linspace(5, 1, n))
     run_id = _save(store, log)
     with store.session() as s:
-        chunks = s.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar()
+        chunks = s.session.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar()
     assert chunks == math.ceil(n / series_store.CHUNK)
     back = store.series(run_id, "loss")
     assert len(back) == n and back.values[-1] == pytest.approx(1.0)
@@ -90,18 +90,15 @@ def test_append_adds_only_new_points_and_merges_short_chunks(store):
     grown = RunLog(format="test", name="r")
     grown.add_series("loss", [1, 2, 3], [3.0, 2.0, 1.5])
     with store.session() as s:
-        from tracker.db.schema import Run
-
-        _, points = runs.save(s, grown, "/x/log.jsonl", "hash-2", [], s.get(Run, run_id))
+        _, points = runs.save(s, grown, "/x/log.jsonl", "hash-2", [], runs.get(s, run_id))
     assert points == 1
     assert store.series(run_id, "loss").values.tolist() == [3.0, 2.0, 1.5]
     with store.session() as s:
-        assert s.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar() == 1
+        assert s.session.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar() == 1
 
 
 def test_changed_history_rewrites_the_series(store):
     from tracker.db import runs
-    from tracker.db.schema import Run
 
     log = RunLog(format="test", name="r")
     log.add_series("loss", [1, 2], [3.0, 2.0])
@@ -109,7 +106,7 @@ def test_changed_history_rewrites_the_series(store):
     other = RunLog(format="test", name="r")
     other.add_series("loss", [1, 2, 3], [9.0, 8.0, 7.0])
     with store.session() as s:
-        runs.save(s, other, "/x/log.jsonl", "hash-3", [], s.get(Run, run_id))
+        runs.save(s, other, "/x/log.jsonl", "hash-3", [], runs.get(s, run_id))
     assert store.series(run_id, "loss").values.tolist() == [9.0, 8.0, 7.0]
 
 
@@ -131,12 +128,11 @@ def test_edits_tags_user_shape_and_delete(store):
     with pytest.raises(RunNotFound):
         store.run(run_id)
     with store.session() as s:
-        assert s.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar() == 0
+        assert s.session.execute(text("SELECT COUNT(*) FROM series_chunk")).scalar() == 0
 
 
 def test_user_shape_fields_survive_a_reingest(store):
     from tracker.db import runs
-    from tracker.db.schema import Run
 
     log = RunLog(format="test", name="r")
     log.shape.set("seq_len", 1024, "hparams.yaml")
@@ -145,7 +141,7 @@ def test_user_shape_fields_survive_a_reingest(store):
     again = RunLog(format="test", name="r")
     again.shape.set("seq_len", 1024, "hparams.yaml")
     with store.session() as s:
-        runs.save(s, again, "/x/log.jsonl", "hash-4", [], s.get(Run, run_id))
+        runs.save(s, again, "/x/log.jsonl", "hash-4", [], runs.get(s, run_id))
     assert store.run(run_id).shape.seq_len == 2048
 
 

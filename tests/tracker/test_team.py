@@ -98,14 +98,14 @@ def test_lost_connection_mid_ingest_leaves_no_partial_run(pg_server, tmp_path, m
     store = Store(fresh_database(pg_server))
     real_write = series_store.write
 
-    def write_then_die(session, run_id, series):
-        real_write(session, run_id, series)
-        pid = session.execute(text("SELECT pg_backend_pid()")).scalar()
+    def write_then_die(unit, run_id, series):
+        real_write(unit, run_id, series)
+        pid = unit.session.execute(text("SELECT pg_backend_pid()")).scalar()
         killer = make_engine(store.url)
         with killer.connect() as conn:
             conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         killer.dispose()
-        return real_write(session, run_id, series)
+        return real_write(unit, run_id, series)
 
     monkeypatch.setattr(series_store, "write", write_then_die)
     report = ingest(store, [write_log(tmp_path / "a.jsonl", "doomed")])
@@ -149,3 +149,120 @@ def test_publish_command(pg_server, tmp_path, capsys):
     assert "0 copied" in out and "1 already there" in out
     assert main(["take-offline", "--all", "--db", str(tmp_path / "other.db"), "--from", team]) == 0
     assert Store(str(tmp_path / "other.db")).run_count() == 2
+
+
+def _published(tmp_path, n=4):
+    local = Store(str(tmp_path / "local.db"))
+    report = ingest(local, [write_log(tmp_path / f"r{i}.jsonl", f"run{i}", 30 + i) for i in range(n)])
+    return local, [r.run_id for r in report.results]
+
+
+def _drop_connection_at(monkeypatch, nth: int, drop) -> None:
+    """The target's connection breaks while the ``nth`` run is copied: its rows are all
+    inserted, then ``drop(unit)`` breaks the connection before the run's commit."""
+    from tracker.db import copy
+
+    real, calls = copy.copy_run, []
+
+    def flaky(src, dst, run_id):
+        calls.append(run_id)
+        new_id = real(src, dst, run_id)
+        if len(calls) == nth:
+            drop(dst)
+        return new_id
+
+    monkeypatch.setattr(copy, "copy_run", flaky)
+
+
+def _raise_lost(_unit):
+    from sqlalchemy.exc import OperationalError
+
+    raise OperationalError("INSERT INTO series_chunk", {},
+                           Exception("server closed the connection unexpectedly"),
+                           connection_invalidated=True)
+
+
+def _assert_copied_whole(local, team, report):
+    for mine, theirs in report.copied.items():
+        assert team.run(theirs).name == local.run(mine).name
+        assert (team.series(theirs, "loss").values.tolist()
+                == local.series(mine, "loss").values.tolist())
+
+
+def test_a_dropped_connection_keeps_the_runs_copied_so_far_and_reports_the_rest(
+        tmp_path, monkeypatch):
+    local, ids = _published(tmp_path)
+    team = Store(str(tmp_path / "team.db"))
+    _drop_connection_at(monkeypatch, 3, _raise_lost)
+    report = copy_runs(local, team, ids)
+    assert list(report.copied) == ids[:2] and report.not_copied == ids[2:]
+    assert report.error == "server closed the connection unexpectedly" and not report.cancelled
+    assert team.run_count() == 2  # the third run was not half-stored
+    _assert_copied_whole(local, team, report)
+    monkeypatch.undo()
+    again = copy_runs(local, team, report.not_copied)
+    assert list(again.copied) == ids[2:] and not again.error and team.run_count() == 4
+
+
+def test_a_server_that_kills_the_connection_mid_copy(pg_server, tmp_path, monkeypatch):
+    local, ids = _published(tmp_path)
+    team = Store(fresh_database(pg_server))
+
+    def kill(dst):
+        pid = dst.session.execute(text("SELECT pg_backend_pid()")).scalar()
+        killer = make_engine(team.url)
+        with killer.connect() as conn:
+            conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        killer.dispose()
+
+    _drop_connection_at(monkeypatch, 2, kill)
+    report = copy_runs(local, team, ids)
+    assert list(report.copied) == ids[:1] and report.not_copied == ids[1:]
+    assert "terminat" in report.error
+    assert team.run_count() == 1
+    _assert_copied_whole(local, team, report)
+
+
+def test_a_cancel_stops_between_runs(tmp_path):
+    local, ids = _published(tmp_path)
+    team = Store(str(tmp_path / "team.db"))
+    seen = []
+    report = copy_runs(local, team, ids, progress=lambda done, total, _: seen.append((done, total)),
+                       cancel=lambda: len(seen) == 2)
+    assert seen == [(1, 4), (2, 4)]
+    assert report.cancelled and not report.error
+    assert list(report.copied) == ids[:2] and report.not_copied == ids[2:]
+    assert team.run_count() == 2
+    _assert_copied_whole(local, team, report)
+
+
+def test_publish_command_says_what_a_dropped_connection_left(tmp_path, monkeypatch, capsys):
+    from desktop.launcher import main
+
+    local, ids = _published(tmp_path, 3)
+    team = str(tmp_path / "team.db")
+    _drop_connection_at(monkeypatch, 2, _raise_lost)
+    assert main(["publish", "--all", "--db", local.url, "--to", team, "--json"]) == 1
+    out = capsys.readouterr()
+    found = json.loads(out.out)
+    assert len(found["copied"]) == 1 and len(found["not_copied"]) == 2
+    assert found["error"] == "server closed the connection unexpectedly"
+    assert "stopped: server closed the connection unexpectedly; not copied: run" in out.err
+    assert Store(team).run_count() == 1
+
+
+def test_publish_command_stops_between_runs_on_ctrl_c(tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+
+    from desktop.launcher import main
+
+    local, ids = _published(tmp_path, 3)
+    team = str(tmp_path / "team.db")
+    _drop_connection_at(monkeypatch, 1, lambda _dst: os.kill(os.getpid(), signal.SIGINT))
+    assert main(["publish", *map(str, ids), "--db", local.url, "--to", team]) == 130
+    out = capsys.readouterr()
+    assert out.out.startswith("1 copied to ")
+    assert f"interrupted; not copied: run {ids[1]}, {ids[2]}" in out.err
+    assert Store(team).run_count() == 1
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -13,13 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.orm import Session
-
 from core.runlog import RunEvent
 from tracker.checkpoints.discover import locate, run_folder
 from tracker.checkpoints.inspect import attrs, inspect_file
 from tracker.db import checkpoints as rows
-from tracker.db.schema import Run
+from tracker.db import runs as run_store
+from tracker.db.unit import Unit
 from tracker.readers._common import flatten
 
 RESUME_KEYS = ("resume_from_checkpoint", "ckpt_path", "resume_from", "resume_from_ckpt", "load",
@@ -68,18 +67,18 @@ def _is_path(value) -> bool:
     return isinstance(value, str) and value.strip().lower() not in NOT_PATHS
 
 
-def update_lineage(session: Session, run_id: int, source: Path, config: dict,
-           events: Iterable[RunEvent]) -> None:
+def update_lineage(unit: Unit, run_id: int, source: Path, config: dict,
+                   events: Iterable[RunEvent]) -> None:
     """Fill the run's ``resumed_from`` from what it states; a value already set is kept."""
-    run = session.get(Run, run_id)
+    run = run_store.get(unit, run_id)
     if run is None or run.resumed_from:
         return
     written = detect(source, config, events)
     if written:
-        run.resumed_from = match(session, written, run_folder(source))
+        run_store.update(unit, run_id, resumed_from=match(unit, written, run_folder(source)))
 
 
-def match(session: Session, written: str, root: Path) -> str:
+def match(unit: Unit, written: str, root: Path) -> str:
     """The stored checkpoint a written path means: here, or the one path with its tail."""
     local = locate(written, root, anywhere=True)
     if local is not None:
@@ -87,22 +86,22 @@ def match(session: Session, written: str, root: Path) -> str:
     parts = Path(written).parts
     for k in (3, 2, 1):
         if len(parts) > k:
-            found = rows.paths_ending(session, "/".join(parts[-k:]))
+            found = rows.paths_ending(unit, "/".join(parts[-k:]))
             if len(found) == 1:
                 return found[0]
     return written
 
 
-def lineage(session: Session, run_id: int) -> Lineage:
+def lineage(unit: Unit, run_id: int) -> Lineage:
     """The run's parent checkpoint (and its run and step) and the runs resumed from its own."""
-    run = session.get(Run, run_id)
+    run = run_store.get(unit, run_id)
     out = Lineage(run_id, run.resumed_from if run else None)
     if out.resumed_from:
-        owner = rows.owners(session, [out.resumed_from]).get(out.resumed_from)
+        owner = rows.owners(unit, [out.resumed_from]).get(out.resumed_from)
         if owner is not None:
             out.parent_run, out.parent_step = owner
-    own = {c.path for c in rows.load(session, run_id)}
-    out.children = sorted({rid for path, ids in rows.resumed_from(session).items() if path in own
+    own = {c.path for c in rows.load(unit, run_id)}
+    out.children = sorted({rid for path, ids in rows.resumed_from(unit).items() if path in own
                            for rid in ids if rid != run_id})
     return out
 

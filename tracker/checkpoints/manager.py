@@ -13,8 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sqlalchemy.orm import Session
-
 from core.checkpoints import (
     Checkpoint,
     Choice,
@@ -24,7 +22,7 @@ from core.checkpoints import (
     latest,
     metrics_at,
 )
-from core.resume import Resume, recommend
+from core.resume import ResumeAdvice, recommend
 from core.retention import RetentionPlan, plan
 from core.runlog import CheckpointRef, RunLog, Series
 from tracker.checkpoints.discover import discover, run_folder
@@ -32,6 +30,7 @@ from tracker.checkpoints.lineage import Lineage, lineage, update_lineage
 from tracker.checkpoints.ownership import OUTSIDE, claimed, refusal, shown_path
 from tracker.checkpoints.trash import to_trash
 from tracker.db import checkpoints as rows
+from tracker.db.unit import Unit
 from tracker.store import Store
 
 
@@ -44,7 +43,7 @@ class Report:
     choice: Choice
     best: Checkpoint | None = None
     latest: Checkpoint | None = None
-    resume: Resume | None = None
+    resume: ResumeAdvice | None = None
     origin: Lineage | None = None
 
 
@@ -74,11 +73,11 @@ def scan(source: Path, config: dict, refs: Iterable[CheckpointRef],
     return checkpoints
 
 
-def enrich(session: Session, run_id: int, source: Path, log: RunLog) -> None:
+def enrich(unit: Unit, run_id: int, source: Path, log: RunLog) -> None:
     """Ingest step: store the checkpoints found for a freshly stored run, and its lineage."""
-    refs = list(log.checkpoints) + _logged(rows.load(session, run_id))
-    rows.save(session, run_id, scan(source, log.config, refs, log.series))
-    update_lineage(session, run_id, source, log.config, log.events)
+    refs = list(log.checkpoints) + _logged(rows.load(unit, run_id))
+    rows.save(unit, run_id, scan(source, log.config, refs, log.series))
+    update_lineage(unit, run_id, source, log.config, log.events)
 
 
 def _logged(stored: list[Checkpoint]) -> list[CheckpointRef]:

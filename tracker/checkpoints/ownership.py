@@ -16,11 +16,10 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from sqlalchemy.orm import Session
-
 from core.checkpoints import Checkpoint
 from tracker.checkpoints.discover import run_folder
 from tracker.db import checkpoints as rows
+from tracker.db.unit import Unit
 from tracker.record.writer import RUN_FILE
 
 OUTSIDE = "outside the run: never deleted here"
@@ -72,10 +71,10 @@ def refusal(ckpt: Checkpoint, source: Path) -> str | None:
     return OUTSIDE
 
 
-def claimed(session: Session, run_id: int, paths: list[str]) -> dict[str, str]:
+def claimed(unit: Unit, run_id: int, paths: list[str]) -> dict[str, str]:
     """Real path -> why it stays: another stored run lists the same checkpoint."""
     others: dict[str, set[int]] = defaultdict(set)
-    for path, other in rows.others_listing(session, run_id):
+    for path, other in rows.others_listing(unit, run_id):
         others[shown_path(path)].add(other)
     out = {}
     for path in paths:

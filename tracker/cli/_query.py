@@ -68,12 +68,10 @@ def print_groups(store: Store, runs: list[RunSummary], text: str, as_json: bool)
 
 def store_metrics(store: Store) -> list[str]:
     """The metric names stored runs have (for suggestions when a field is misspelt)."""
-    from sqlalchemy import select
+    from tracker.db import series
 
-    from tracker.db.schema import SeriesRow
-
-    with store.session() as session:
-        return list(session.execute(select(SeriesRow.name).distinct()).scalars())
+    with store.session() as unit:
+        return series.metric_names(unit)
 
 
 def _mean_std(stat) -> str | None:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tracker.cli._output import find_run, open_store, print_json
 
@@ -27,6 +32,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Copy run by run; Ctrl-C or a lost connection stops between runs, and the runs copied
+    so far stay (exit 130 or 1, the runs not copied named)."""
     from tracker.team import copy_runs
 
     local = open_store(args.db)
@@ -36,10 +43,36 @@ def run(args: argparse.Namespace) -> int:
         print("headroom: error: name runs to copy, or --all")
         return 2
     ids = [r.id for r in source.runs()] if args.all else [find_run(source, r).id for r in args.runs]
-    report = copy_runs(source, target, ids)
+    with interrupt_flag() as interrupted:
+        report = copy_runs(source, target, ids, cancel=interrupted.is_set)
     if args.json:
-        print_json({"copied": report.copied, "already_there": report.already_there})
+        print_json(report.to_dict())
     else:
         print(f"{len(report.copied)} copied to {target.display_url}, "
               f"{len(report.already_there)} already there")
-    return 0
+    if report.error or report.cancelled:
+        why = f"stopped: {report.error}" if report.error else "interrupted"
+        left = ", ".join(map(str, report.not_copied))
+        print(f"headroom: error: {why}; not copied: run {left}", file=sys.stderr)
+    return 130 if report.cancelled else 1 if report.error else 0
+
+
+@contextmanager
+def interrupt_flag() -> Iterator[threading.Event]:
+    """An event Ctrl-C sets (instead of raising in the middle of a run's copy); a second
+    Ctrl-C interrupts as usual."""
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # only it may set handlers
+        yield flag
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def stop(_signum, _frame) -> None:
+        flag.set()
+        signal.signal(signal.SIGINT, previous)
+
+    signal.signal(signal.SIGINT, stop)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)

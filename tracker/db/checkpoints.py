@@ -11,27 +11,27 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from core.checkpoints import PARTS, Checkpoint
 from tracker.db.schema import CheckpointRow, Run
+from tracker.db.unit import Unit
 
 # Checkpoint fields kept in the contents JSON, beside "has".
 CONTENT_FIELDS = ("weights", "epoch", "keys", "warnings", "notes", "logged", "named_best",
                   "link_to", "monitor", "monitor_mode", "best_path", "metric_steps")
 
 
-def save(session: Session, run_id: int, checkpoints: list[Checkpoint]) -> None:
+def save(unit: Unit, run_id: int, checkpoints: list[Checkpoint]) -> None:
     """Make the run's rows match ``checkpoints``, keeping notes and deleted checkpoints."""
-    rows = {r.path: r for r in _rows(session, run_id)}
+    rows = {r.path: r for r in _rows(unit, run_id)}
     for ckpt in checkpoints:
         row = rows.pop(ckpt.path, None) or CheckpointRow(run_id=run_id, path=ckpt.path)
         _fill(row, ckpt)
-        session.add(row)
+        unit.session.add(row)
     for row in rows.values():
         if row.status != "deleted":
-            session.delete(row)
-    session.flush()
+            unit.session.delete(row)
+    unit.session.flush()
 
 
 def _fill(row: CheckpointRow, ckpt: Checkpoint) -> None:
@@ -41,9 +41,9 @@ def _fill(row: CheckpointRow, ckpt: Checkpoint) -> None:
     row.contents = {"has": dict(ckpt.has), **{f: getattr(ckpt, f) for f in CONTENT_FIELDS}}
 
 
-def load(session: Session, run_id: int) -> list[Checkpoint]:
+def load(unit: Unit, run_id: int) -> list[Checkpoint]:
     """The run's checkpoints, ordered by step (those without one last)."""
-    return [to_checkpoint(r) for r in _rows(session, run_id)]
+    return [to_checkpoint(r) for r in _rows(unit, run_id)]
 
 
 def to_checkpoint(row: CheckpointRow) -> Checkpoint:
@@ -68,42 +68,42 @@ def _utc(when: datetime | None) -> datetime | None:
     return when.replace(tzinfo=UTC) if when and not when.tzinfo else when
 
 
-def _rows(session: Session, run_id: int) -> list[CheckpointRow]:
+def _rows(unit: Unit, run_id: int) -> list[CheckpointRow]:
     query = (select(CheckpointRow).where(CheckpointRow.run_id == run_id)
              .order_by(CheckpointRow.step.is_(None), CheckpointRow.step, CheckpointRow.path))
-    return list(session.execute(query).scalars())
+    return list(unit.session.execute(query).scalars())
 
 
-def mark_deleted(session: Session, run_id: int, paths: list[str]) -> None:
-    for row in _rows(session, run_id):
+def mark_deleted(unit: Unit, run_id: int, paths: list[str]) -> None:
+    for row in _rows(unit, run_id):
         if row.path in paths:
             row.status = "deleted"
 
 
-def resumed_from(session: Session) -> dict[str, list[int]]:
+def resumed_from(unit: Unit) -> dict[str, list[int]]:
     """Checkpoint path -> the runs that resumed from it."""
     out: dict[str, list[int]] = defaultdict(list)
-    for run_id, path in session.execute(select(Run.id, Run.resumed_from).where(
+    for run_id, path in unit.session.execute(select(Run.id, Run.resumed_from).where(
             Run.resumed_from.is_not(None))):
         out[path].append(run_id)
     return dict(out)
 
 
-def owners(session: Session, paths: list[str]) -> dict[str, tuple[int, int | None]]:
+def owners(unit: Unit, paths: list[str]) -> dict[str, tuple[int, int | None]]:
     """Checkpoint path -> (run id, step) for the stored checkpoints among ``paths``."""
     query = select(CheckpointRow.path, CheckpointRow.run_id, CheckpointRow.step).where(
         CheckpointRow.path.in_(paths))
-    return {path: (run_id, step) for path, run_id, step in session.execute(query)}
+    return {path: (run_id, step) for path, run_id, step in unit.session.execute(query)}
 
 
-def paths_ending(session: Session, tail: str) -> list[str]:
+def paths_ending(unit: Unit, tail: str) -> list[str]:
     """Stored checkpoint paths that end with ``/tail`` (for paths from another machine)."""
     query = select(CheckpointRow.path).where(CheckpointRow.path.endswith("/" + tail))
-    return sorted(set(session.execute(query).scalars()))
+    return sorted(set(unit.session.execute(query).scalars()))
 
 
-def others_listing(session: Session, run_id: int) -> list[tuple[str, int]]:
+def others_listing(unit: Unit, run_id: int) -> list[tuple[str, int]]:
     """(stored path, run id) of every live checkpoint other runs list."""
     query = select(CheckpointRow.path, CheckpointRow.run_id).where(
         CheckpointRow.run_id != run_id, CheckpointRow.status != "deleted")
-    return [(path, other) for path, other in session.execute(query)]
+    return [(path, other) for path, other in unit.session.execute(query)]

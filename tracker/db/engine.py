@@ -78,6 +78,51 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
+def open_engine(url: str) -> Engine:
+    """An engine on ``url`` with its schema created or upgraded: SchemaError for a schema a
+    newer Headroom wrote, StorageError (the driver's first line) when it cannot be reached."""
+    from tracker.db.errors import translated
+
+    with translated():
+        engine = make_engine(url)
+        upgrade(engine)
+    return engine
+
+
+def survey(url: str) -> tuple[str, int | None]:
+    """What opening ``url`` would find, changing nothing: its :func:`schema_state` and, when it
+    has current or older tables, how many runs they hold. StorageError when it cannot be reached."""
+    from sqlalchemy import func, select
+
+    from tracker.db.errors import translated
+    from tracker.db.schema import Run
+
+    engine = make_engine(url)
+    try:
+        with translated():
+            state = schema_state(engine)
+            if state in ("empty", "newer"):
+                return state, None
+            with engine.connect() as conn:
+                return state, conn.execute(select(func.count(Run.id))).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def server_url(driver: str, user: str, password: str, host: str, port: str, database: str) -> str:
+    """A server's URL with its password; a host that is a folder is a Unix socket, passed as a
+    query (a socket has no port of its own)."""
+    from sqlalchemy.engine import URL
+
+    socket = host.startswith("/")
+    url = URL.create(
+        driver, username=user or None, password=password or None,
+        host=None if socket else host.strip(), port=None if socket else int(port),
+        database=database.strip(), query={"host": host, "port": port} if socket else {},
+    )
+    return url.render_as_string(hide_password=False)
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")

@@ -12,33 +12,33 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
 
 from core.diagnostics.finding import Finding, worst
 from tracker.db.schema import FindingRow
+from tracker.db.unit import Unit
 
 
-def severities(session: Session, run_ids: Iterable[int] | None = None) -> dict[int, str]:
+def severities(unit: Unit, run_ids: Iterable[int] | None = None) -> dict[int, str]:
     """The worst finding severity of each run that has findings."""
     query = select(FindingRow.run_id, FindingRow.severity)
     if run_ids is not None:
         query = query.where(FindingRow.run_id.in_(list(run_ids)))
     by_run: dict[int, list[str]] = {}
-    for run_id, severity in session.execute(query):
+    for run_id, severity in unit.session.execute(query):
         by_run.setdefault(run_id, []).append(severity)
     return {run_id: worst(found) for run_id, found in by_run.items()}
 
 
-def replace(session: Session, run_id: int, findings: list[Finding]) -> None:
+def replace(unit: Unit, run_id: int, findings: list[Finding]) -> None:
     """Store a run's findings in place of the previous ones."""
-    session.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
-    session.add_all(_row(run_id, f) for f in findings)
-    session.flush()
+    unit.session.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
+    unit.session.add_all(_row(run_id, f) for f in findings)
+    unit.session.flush()
 
 
-def load(session: Session, run_id: int) -> list[Finding]:
+def load(unit: Unit, run_id: int) -> list[Finding]:
     """A run's stored findings, as the rules ordered them."""
-    rows = session.execute(
+    rows = unit.session.execute(
         select(FindingRow).where(FindingRow.run_id == run_id).order_by(FindingRow.id)
     ).scalars()
     return [_finding(r) for r in rows]

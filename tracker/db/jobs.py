@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, or_, select, update
-from sqlalchemy.orm import Session
 
 from core.shape import RunShape
 from tracker.db.runs import CRASH_EVENTS, PART_KEY
@@ -29,6 +28,7 @@ from tracker.db.schema import (
     SeriesRow,
     SourceFile,
 )
+from tracker.db.unit import Unit
 
 if TYPE_CHECKING:
     from core.runlog import Series
@@ -41,56 +41,65 @@ Keep = Callable[["Series", "Series"], "str | None"]
 # ---- Looking up
 
 
-def part_by_source(session: Session, source_key: str) -> RunPart | None:
-    return session.execute(
+def part_by_source(unit: Unit, source_key: str) -> RunPart | None:
+    return unit.session.execute(
         select(RunPart).where(RunPart.source_key == source_key)).scalar_one_or_none()
 
 
-def parts(session: Session, run_id: int) -> list[RunPart]:
-    return list(session.execute(
+def part(unit: Unit, part_id: int) -> RunPart | None:
+    return unit.session.get(RunPart, part_id)
+
+
+def record_read(unit: Unit, part: RunPart, metrics: list[str], content_key: str) -> None:
+    """A part's log was read again: the series it now brings and its content's hash."""
+    part.metrics, part.content_key = metrics, content_key
+
+
+def parts(unit: Unit, run_id: int) -> list[RunPart]:
+    return list(unit.session.execute(
         select(RunPart).where(RunPart.run_id == run_id).order_by(RunPart.id)).scalars())
 
 
-def content_owner(session: Session, content_key: str) -> tuple[int, str] | None:
+def content_owner(unit: Unit, content_key: str) -> tuple[int, str] | None:
     """The run holding this content, as its own source or as a part: (run id, source path)."""
     for table in (Run, RunPart):
         run_column = Run.id if table is Run else RunPart.run_id
-        found = session.execute(select(run_column, table.source_path)
+        found = unit.session.execute(select(run_column, table.source_path)
                                 .where(table.content_key == content_key)).first()
         if found is not None:
             return found[0], found[1]
     return None
 
 
-def source_rows(session: Session, key: str) -> list[SourceFile]:
+def source_rows(unit: Unit, key: str) -> list[SourceFile]:
     """The stored files of whatever was ingested from ``key`` (a run of its own or a part)."""
     own = or_(Run.source_key == key, Run.source_key.startswith(key + "#"))
     joined = or_(RunPart.source_key == key, RunPart.source_key.startswith(key + "#"))
-    rows = list(session.execute(select(SourceFile).join(Run, Run.id == SourceFile.run_id)
+    rows = list(unit.session.execute(select(SourceFile).join(Run, Run.id == SourceFile.run_id)
                                 .where(own, SourceFile.part_id.is_(None))).scalars())
-    rows += session.execute(select(SourceFile).join(RunPart, RunPart.id == SourceFile.part_id)
+    rows += unit.session.execute(select(SourceFile).join(RunPart, RunPart.id == SourceFile.part_id)
                             .where(joined)).scalars()
     return rows
 
 
-def part_files(session: Session, part_id: int) -> list[str]:
-    return list(session.execute(select(SourceFile.path).where(SourceFile.part_id == part_id)
+def part_files(unit: Unit, part_id: int) -> list[str]:
+    return list(unit.session.execute(select(SourceFile.path).where(SourceFile.part_id == part_id)
                                 .order_by(SourceFile.path)).scalars())
 
 
-def file_paths(session: Session, run_id: int) -> list[str]:
+def file_paths(unit: Unit, run_id: int) -> list[str]:
     """Every file the run was read from, its parts' included."""
-    return list(session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))
+    return list(unit.session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))
                 .scalars())
 
 
-def loss_matches(session: Session, run_id: int) -> list[int]:
+def loss_matches(unit: Unit, run_id: int) -> list[int]:
     """Other runs whose loss series has this run's length, first and last step."""
-    mine = session.execute(select(SeriesRow).where(
+    mine = unit.session.execute(select(SeriesRow).where(
         SeriesRow.run_id == run_id, SeriesRow.name == "loss")).scalar_one_or_none()
     if mine is None:
         return []
-    return list(session.execute(
+    return list(unit.session.execute(
         select(SeriesRow.run_id).join(Run, Run.id == SeriesRow.run_id).where(
             SeriesRow.name == "loss", SeriesRow.count == mine.count,
             SeriesRow.first_step == mine.first_step, SeriesRow.last_step == mine.last_step,
@@ -98,7 +107,7 @@ def loss_matches(session: Session, run_id: int) -> list[int]:
         ).order_by(SeriesRow.run_id)).scalars())
 
 
-def runs_under(session: Session, folder: str, formats: Iterable[str] | None = None,
+def runs_under(unit: Unit, folder: str, formats: Iterable[str] | None = None,
                exclude: Iterable[str] = ()) -> list[Run]:
     """Runs whose source lies in ``folder`` (at any depth), optionally of some formats only."""
     query = select(Run).where(or_(Run.source_path == folder,
@@ -109,13 +118,13 @@ def runs_under(session: Session, folder: str, formats: Iterable[str] | None = No
     excluded = list(exclude)
     if excluded:
         query = query.where(Run.format.not_in(excluded))
-    return list(session.execute(query.order_by(Run.id)).scalars())
+    return list(unit.session.execute(query.order_by(Run.id)).scalars())
 
 
-def runs_started_between(session: Session, start: datetime, end: datetime,
+def runs_started_between(unit: Unit, start: datetime, end: datetime,
                          exclude: Iterable[str] = ()) -> list[Run]:
     """Runs that started before ``end`` and last wrote after ``start``."""
-    return list(session.execute(select(Run).where(
+    return list(unit.session.execute(select(Run).where(
         Run.started_at <= end, or_(Run.last_data_at.is_(None), Run.last_data_at >= start),
         Run.format.not_in(list(exclude)), Run.kept_apart.is_(False)).order_by(Run.id)).scalars())
 
@@ -123,14 +132,14 @@ def runs_started_between(session: Session, start: datetime, end: datetime,
 # ---- Series
 
 
-def series_names(session: Session, run_id: int) -> set[str]:
-    return set(session.execute(select(SeriesRow.name).where(SeriesRow.run_id == run_id))
+def series_names(unit: Unit, run_id: int) -> set[str]:
+    return set(unit.session.execute(select(SeriesRow.name).where(SeriesRow.run_id == run_id))
                .scalars())
 
 
-def step_range(session: Session, run_id: int, exclude: Iterable[str] = ()) -> tuple[int, int] | None:
+def step_range(unit: Unit, run_id: int, exclude: Iterable[str] = ()) -> tuple[int, int] | None:
     """The first and last step of the run's loss (else of any of its series but ``exclude``)."""
-    rows = session.execute(select(SeriesRow.name, SeriesRow.first_step, SeriesRow.last_step)
+    rows = unit.session.execute(select(SeriesRow.name, SeriesRow.first_step, SeriesRow.last_step)
                            .where(SeriesRow.run_id == run_id)).all()
     rows = [r for r in rows if r.name not in set(exclude) and r.first_step is not None]
     loss = [r for r in rows if r.name == "loss"]
@@ -140,7 +149,7 @@ def step_range(session: Session, run_id: int, exclude: Iterable[str] = ()) -> tu
     return min(r.first_step for r in chosen), max(r.last_step for r in chosen)
 
 
-def read_series(session: Session, run_id: int, names: Iterable[str] | None = None
+def read_series(unit: Unit, run_id: int, names: Iterable[str] | None = None
                 ) -> dict[str, Series]:
     from core.runlog import Series
     from tracker.db import series as series_store
@@ -149,24 +158,24 @@ def read_series(session: Session, run_id: int, names: Iterable[str] | None = Non
     if names is not None:
         query = query.where(SeriesRow.name.in_(list(names)))
     out = {}
-    for row in session.execute(query).scalars():
-        steps, values, walls = series_store.read(session, row.id)
+    for row in unit.session.execute(query).scalars():
+        steps, values, walls = series_store.read(unit, row.id)
         out[row.name] = Series(row.name, steps, values, row.original_name, walls)
     return out
 
 
-def timed_series(session: Session, run_id: int, exclude: Iterable[str] = ()) -> dict[str, Series]:
+def timed_series(unit: Unit, run_id: int, exclude: Iterable[str] = ()) -> dict[str, Series]:
     """The series a run's clock can come from: those with wall times, and elapsed seconds."""
-    names = session.execute(select(SeriesRow.name).where(
+    names = unit.session.execute(select(SeriesRow.name).where(
         SeriesRow.run_id == run_id,
         or_(SeriesRow.has_wall_time.is_(True), SeriesRow.name == "elapsed_s"))).scalars()
-    return read_series(session, run_id, [n for n in names if n not in set(exclude)])
+    return read_series(unit, run_id, [n for n in names if n not in set(exclude)])
 
 
 # ---- Merging and splitting
 
 
-def merge(session: Session, into: int, other: int, role: str, keep: Keep,
+def merge(unit: Unit, into: int, other: int, role: str, keep: Keep,
           placed: dict[str, Series] | None = None, note: str = "") -> RunPart:
     """Make run ``other`` a part of run ``into``; ``other`` is deleted.
 
@@ -177,115 +186,115 @@ def merge(session: Session, into: int, other: int, role: str, keep: Keep,
     Files, events, checkpoints and tags follow; its findings go (the caller diagnoses
     the job again).
     """
-    target, source = _get(session, into), _get(session, other)
+    target, source = _get(unit, into), _get(unit, other)
     part = RunPart(run_id=into, source_key=source.source_key, content_key=source.content_key,
                    source_path=source.source_path, name=source.name, format=source.format,
                    role=role, note=note, ingested_at=source.ingested_at)
-    session.add(part)
-    session.flush()
-    part.metrics, part.duplicates = _take_series(session, target, source, keep, placed)
-    _take_files(session, into, other, part.id)
-    session.execute(update(RunPart).where(RunPart.run_id == other).values(run_id=into))
-    _take_events(session, into, other, source.source_key)
-    _take_checkpoints(session, into, other)
-    _take_run_fields(session, target, source)
-    session.delete(source)
-    session.flush()
+    unit.session.add(part)
+    unit.session.flush()
+    part.metrics, part.duplicates = _take_series(unit, target, source, keep, placed)
+    _take_files(unit, into, other, part.id)
+    unit.session.execute(update(RunPart).where(RunPart.run_id == other).values(run_id=into))
+    _take_events(unit, into, other, source.source_key)
+    _take_checkpoints(unit, into, other)
+    _take_run_fields(unit, target, source)
+    unit.session.delete(source)
+    unit.session.flush()
     return part
 
 
-def _take_series(session: Session, target: Run, source: Run, keep: Keep,
+def _take_series(unit: Unit, target: Run, source: Run, keep: Keep,
                  placed: dict[str, Series] | None) -> tuple[list[str], list[str]]:
     from tracker.db import series as series_store
 
-    names = set(session.execute(select(SeriesRow.name).where(SeriesRow.run_id == target.id))
+    names = set(unit.session.execute(select(SeriesRow.name).where(SeriesRow.run_id == target.id))
                 .scalars())
-    theirs = {r.name: r for r in session.execute(
+    theirs = {r.name: r for r in unit.session.execute(
         select(SeriesRow).where(SeriesRow.run_id == source.id)).scalars()}
     taken, duplicates = [], []
     if placed is not None:
         for row in theirs.values():
-            session.delete(row)
-        session.flush()
+            unit.session.delete(row)
+        unit.session.flush()
         for name, series in placed.items():
             series.name = name if name not in names else f"{name}@{source.format}"
-            series_store.write(session, target.id, series)
+            series_store.write(unit, target.id, series)
             taken.append(series.name)
         return taken, duplicates
     shared = [n for n in theirs if n in names]
-    mine, other = read_series(session, target.id, shared), read_series(session, source.id, shared)
+    mine, other = read_series(unit, target.id, shared), read_series(unit, source.id, shared)
     for name, row in theirs.items():
         kept = keep(mine[name], other[name]) if name in names else None
         if kept == "mine":
-            session.delete(row)
+            unit.session.delete(row)
             duplicates.append(name)
             continue
         if kept == "theirs":  # more points, or wall times (TensorBoard's beside a CSV's)
-            session.execute(delete(SeriesRow).where(SeriesRow.run_id == target.id,
+            unit.session.execute(delete(SeriesRow).where(SeriesRow.run_id == target.id,
                                                     SeriesRow.name == name))
             names.discard(name)
         row.run_id = target.id
         row.name = name if name not in names else f"{name}@{source.format}"
         taken.append(row.name)
-    session.flush()
+    unit.session.flush()
     return taken, duplicates
 
 
-def _take_files(session: Session, into: int, other: int, part_id: int) -> None:
-    known = set(file_paths(session, into))
-    for row in session.execute(select(SourceFile).where(SourceFile.run_id == other)).scalars():
+def _take_files(unit: Unit, into: int, other: int, part_id: int) -> None:
+    known = set(file_paths(unit, into))
+    for row in unit.session.execute(select(SourceFile).where(SourceFile.run_id == other)).scalars():
         if row.path in known:
-            session.delete(row)
+            unit.session.delete(row)
             continue
         row.run_id = into
         row.part_id = row.part_id or part_id
-    session.flush()
+    unit.session.flush()
 
 
-def _take_events(session: Session, into: int, other: int, key: str) -> None:
-    seen = {(e.kind, e.step) for e in session.execute(
+def _take_events(unit: Unit, into: int, other: int, key: str) -> None:
+    seen = {(e.kind, e.step) for e in unit.session.execute(
         select(EventRow).where(EventRow.run_id == into)).scalars()}
-    for row in session.execute(select(EventRow).where(EventRow.run_id == other)).scalars():
+    for row in unit.session.execute(select(EventRow).where(EventRow.run_id == other)).scalars():
         if (row.kind, row.step) in seen:
             continue
         row.run_id = into
         row.data = {**row.data, PART_KEY: row.data.get(PART_KEY, key)}
 
 
-def _take_checkpoints(session: Session, into: int, other: int) -> None:
-    known = set(session.execute(
+def _take_checkpoints(unit: Unit, into: int, other: int) -> None:
+    known = set(unit.session.execute(
         select(CheckpointRow.path).where(CheckpointRow.run_id == into)).scalars())
-    for row in session.execute(
+    for row in unit.session.execute(
             select(CheckpointRow).where(CheckpointRow.run_id == other)).scalars():
         if row.path not in known:
             row.run_id = into
-    session.execute(delete(FindingRow).where(FindingRow.run_id == other))
-    session.flush()
+    unit.session.execute(delete(FindingRow).where(FindingRow.run_id == other))
+    unit.session.flush()
 
 
-def _take_run_fields(session: Session, target: Run, source: Run) -> None:
+def _take_run_fields(unit: Unit, target: Run, source: Run) -> None:
     shape = RunShape.from_dict(target.shape)
     shape.merge(RunShape.from_dict(source.shape))
     target.shape = shape.to_dict()
     target.summary = {**source.summary, **target.summary}
     target.config = {**source.config, **target.config}
     if source.status == "crashed" or any(
-            e.kind in CRASH_EVENTS for e in session.execute(
+            e.kind in CRASH_EVENTS for e in unit.session.execute(
                 select(EventRow).where(EventRow.run_id == target.id)).scalars()):
         target.status = "crashed"
     target.started_at = min(filter(None, (target.started_at, source.started_at)), default=None)
     target.last_data_at = max(filter(None, (target.last_data_at, source.last_data_at)),
                               default=None)
     target.updated_at = datetime.now(UTC)
-    tags = set(session.execute(select(RunTag.tag).where(RunTag.run_id == target.id)).scalars())
-    for tag in session.execute(select(RunTag.tag).where(RunTag.run_id == source.id)).scalars():
+    tags = set(unit.session.execute(select(RunTag.tag).where(RunTag.run_id == target.id)).scalars())
+    for tag in unit.session.execute(select(RunTag.tag).where(RunTag.run_id == source.id)).scalars():
         if tag not in tags:
-            session.add(RunTag(run_id=target.id, tag=tag))
+            unit.session.add(RunTag(run_id=target.id, tag=tag))
     if source.notes and source.notes not in target.notes:
         target.notes = "\n\n".join(filter(None, (target.notes, source.notes)))
 
 
-def split(session: Session, part_id: int, colour: str | None = None) -> int:
+def split(unit: Unit, part_id: int, colour: str | None = None) -> int:
     """Make a part a run of its own again (kept apart from now on); returns its id.
 
     Its series and files move to the new run; the series it held identical to the
@@ -293,34 +302,34 @@ def split(session: Session, part_id: int, colour: str | None = None) -> int:
     """
     from tracker.db import series as series_store
 
-    part = session.get(RunPart, part_id)
+    part = unit.session.get(RunPart, part_id)
     if part is None:
         raise LookupError(f"no part {part_id}")
     now = datetime.now(UTC)
     run = Run(source_key=part.source_key, content_key=part.content_key, name=part.name,
               format=part.format, source_path=part.source_path, ingested_at=part.ingested_at,
               updated_at=now, kept_apart=True, colour=colour, shape={}, config={}, summary={})
-    session.add(run)
-    session.flush()
-    session.execute(update(SeriesRow).where(SeriesRow.run_id == part.run_id,
+    unit.session.add(run)
+    unit.session.flush()
+    unit.session.execute(update(SeriesRow).where(SeriesRow.run_id == part.run_id,
                                             SeriesRow.name.in_(part.metrics))
                     .values(run_id=run.id))
-    for series in read_series(session, part.run_id, part.duplicates).values():
-        series_store.write(session, run.id, series)
-    session.execute(update(SourceFile).where(SourceFile.part_id == part.id)
+    for series in read_series(unit, part.run_id, part.duplicates).values():
+        series_store.write(unit, run.id, series)
+    unit.session.execute(update(SourceFile).where(SourceFile.part_id == part.id)
                     .values(run_id=run.id, part_id=None))
-    for row in session.execute(select(EventRow).where(EventRow.run_id == part.run_id)).scalars():
+    for row in unit.session.execute(select(EventRow).where(EventRow.run_id == part.run_id)).scalars():
         if row.data.get(PART_KEY) == part.source_key:
             row.run_id = run.id
             row.data = {k: v for k, v in row.data.items() if k != PART_KEY}
-    session.flush()
-    session.delete(part)
-    session.flush()
+    unit.session.flush()
+    unit.session.delete(part)
+    unit.session.flush()
     return run.id
 
 
-def _get(session: Session, run_id: int) -> Run:
-    run = session.get(Run, run_id)
+def _get(unit: Unit, run_id: int) -> Run:
+    run = unit.session.get(Run, run_id)
     if run is None:
         raise LookupError(f"no run with id {run_id}")
     return run

@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, exists, false, func, not_, or_, select, true
-from sqlalchemy.orm import Session
 
 from core.diagnostics.finding import SEVERITIES
 from core.query import All, Not
 from tracker.db.schema import FindingRow, Run, RunTag, SeriesRow
+from tracker.db.unit import Unit
 from tracker.fields import FLAG, MEMORY_METRICS, NUMBER, Field
 from tracker.query import ORDER, Term
 
@@ -54,17 +54,17 @@ def _cost(node: Any) -> int:
     return max(_cost(p) for p in node.parts)
 
 
-def matching_ids(session: Session, clause: ColumnElement[bool] | None) -> list[int]:
+def matching_ids(unit: Unit, clause: ColumnElement[bool] | None) -> list[int]:
     """Ids of the runs ``clause`` keeps (every run for None), newest first."""
     query = select(Run.id).order_by(Run.id.desc())
     if clause is not None:
         query = query.where(clause)
-    return list(session.execute(query).scalars())
+    return list(unit.session.execute(query).scalars())
 
 
-def extras(session: Session, run_ids: list[int]) -> dict[int, dict[str, Any]]:
+def extras(unit: Unit, run_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Each run's config and stated summary, for the fields that read them."""
-    rows = session.execute(select(Run.id, Run.config, Run.summary).where(Run.id.in_(run_ids)))
+    rows = unit.session.execute(select(Run.id, Run.config, Run.summary).where(Run.id.in_(run_ids)))
     return {run_id: {"config": config or {}, "summary": summary or {}}
             for run_id, config, summary in rows}
 

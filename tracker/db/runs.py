@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
 
 from core.palette import fallback
 from core.shape import RunShape
@@ -21,6 +20,7 @@ from tracker.db.schema import (
     SeriesRow,
     SourceFile,
 )
+from tracker.db.unit import Unit
 from tracker.model import RunSummary, SeriesInfo, SourceStat
 
 if TYPE_CHECKING:  # listing runs (summaries) needs neither numpy nor the series codec
@@ -36,7 +36,7 @@ PART_KEY = "part"
 
 
 def save(
-    session: Session,
+    unit: Unit,
     log: RunLog,
     source_key: str,
     content_key: str,
@@ -53,10 +53,10 @@ def save(
             source_path=source_key.split("#", 1)[0], started_at=_aware(log.started), ingested_at=now,
             updated_at=now, status=_status(log), user=user, host=host,
             shape=log.shape.to_dict(), config=log.config, summary=jsonable(log.summary),
-            colour=new_colour(session),
+            colour=new_colour(unit),
         )
-        session.add(run)
-        session.flush()
+        unit.session.add(run)
+        unit.session.flush()
     else:
         run = existing
         run.content_key = content_key
@@ -67,42 +67,42 @@ def save(
         run.shape = _merged_shape(RunShape.from_dict(run.shape), log.shape).to_dict()
         run.config = log.config
         run.summary = jsonable(log.summary)
-    points = save_series(session, run.id, log, skip=part_metrics(session, run.id))
+    points = save_series(unit, run.id, log, skip=part_metrics(unit, run.id))
     if points or existing is None:  # a new log, even a header alone, is a sign of life
         run.last_data_at = _last_written(sources) or now
-    save_events(session, run.id, log.events)
-    save_checkpoint_refs(session, run.id, log)
-    save_sources(session, run.id, sources)
+    save_events(unit, run.id, log.events)
+    save_checkpoint_refs(unit, run.id, log)
+    save_sources(unit, run.id, sources)
     return run.id, points
 
 
-def new_colour(session: Session) -> str:
+def new_colour(unit: Unit) -> str:
     """The colour for a run about to be stored: the palette's least used."""
     from sqlalchemy import func
 
     from core.palette import next_colour
 
-    counts = session.execute(select(Run.colour, func.count()).group_by(Run.colour)).all()
+    counts = unit.session.execute(select(Run.colour, func.count()).group_by(Run.colour)).all()
     return next_colour({colour: n for colour, n in counts if colour})
 
 
-def by_source(session: Session, source_key: str) -> Run | None:
+def by_source(unit: Unit, source_key: str) -> Run | None:
     """The run ingested from ``source_key`` (a path, plus "#key" for a file of several runs)."""
-    return session.execute(select(Run).where(Run.source_key == source_key)).scalar_one_or_none()
+    return unit.session.execute(select(Run).where(Run.source_key == source_key)).scalar_one_or_none()
 
 
-def name_of(session: Session, run_id: int) -> str:
-    return session.execute(select(Run.name).where(Run.id == run_id)).scalar_one()
+def name_of(unit: Unit, run_id: int) -> str:
+    return unit.session.execute(select(Run.name).where(Run.id == run_id)).scalar_one()
 
 
-def source_path(session: Session, run_id: int) -> str:
-    return session.execute(select(Run.source_path).where(Run.id == run_id)).scalar_one()
+def source_path(unit: Unit, run_id: int) -> str:
+    return unit.session.execute(select(Run.source_path).where(Run.id == run_id)).scalar_one()
 
 
-def refresh_stats(session: Session, run_id: int, sources: list[SourceStat]) -> None:
+def refresh_stats(unit: Unit, run_id: int, sources: list[SourceStat]) -> None:
     """Refresh size/mtime of unchanged sources so the next ingest skips them without hashing."""
     for s in sources:
-        row = session.execute(
+        row = unit.session.execute(
             select(SourceFile).where(SourceFile.run_id == run_id, SourceFile.path == s.path)
         ).scalar_one_or_none()
         if row is not None:
@@ -154,19 +154,19 @@ def jsonable(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def part_metrics(session: Session, run_id: int) -> set[str]:
+def part_metrics(unit: Unit, run_id: int) -> set[str]:
     """Series of the run that parts of its job brought (its own log leaves them alone)."""
-    names = session.execute(select(RunPart.metrics).where(RunPart.run_id == run_id)).scalars()
+    names = unit.session.execute(select(RunPart.metrics).where(RunPart.run_id == run_id)).scalars()
     return {name for listed in names for name in listed}
 
 
-def save_series(session: Session, run_id: int, log: RunLog, skip: set[str] = frozenset()) -> int:
+def save_series(unit: Unit, run_id: int, log: RunLog, skip: set[str] = frozenset()) -> int:
     """Store the log's series into the run (new points appended); returns the points written."""
     from tracker.db import series as series_store
 
     stored = {
         row.name: row
-        for row in session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars()
+        for row in unit.session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars()
     }
     points = 0
     for name, series in log.series.items():
@@ -174,58 +174,58 @@ def save_series(session: Session, run_id: int, log: RunLog, skip: set[str] = fro
         if name in skip:
             continue
         if row is None:
-            series_store.write(session, run_id, series)
+            series_store.write(unit, run_id, series)
             points += len(series)
         elif series_store.extends(row, series):
-            points += series_store.append(session, row, series)
+            points += series_store.append(unit, row, series)
         else:
-            series_store.replace(session, row, series)
+            series_store.replace(unit, row, series)
             points += len(series)
     return points
 
 
-def save_events(session: Session, run_id: int, events: list[RunEvent],
+def save_events(unit: Unit, run_id: int, events: list[RunEvent],
                 part_key: str | None = None) -> None:
     """Store the events of the run's own log (or of one part), keeping the others'."""
-    for row in session.execute(select(EventRow).where(EventRow.run_id == run_id)).scalars():
+    for row in unit.session.execute(select(EventRow).where(EventRow.run_id == run_id)).scalars():
         if row.data.get(PART_KEY) == part_key:
-            session.delete(row)
-    session.flush()
-    seen = {(e.kind, e.step) for e in session.execute(
+            unit.session.delete(row)
+    unit.session.flush()
+    seen = {(e.kind, e.step) for e in unit.session.execute(
         select(EventRow).where(EventRow.run_id == run_id)).scalars()}
     for e in events:
         if part_key is not None and (e.kind, e.step) in seen:
             continue  # the run's own log says so already
         data = jsonable(e.data) | ({PART_KEY: part_key} if part_key else {})
-        session.add(EventRow(run_id=run_id, kind=e.kind, step=e.step, message=e.message,
+        unit.session.add(EventRow(run_id=run_id, kind=e.kind, step=e.step, message=e.message,
                              wall_time=e.wall_time, data=data))
 
 
-def save_checkpoint_refs(session: Session, run_id: int, log: RunLog) -> None:
+def save_checkpoint_refs(unit: Unit, run_id: int, log: RunLog) -> None:
     known = set(
-        session.execute(select(CheckpointRow.path).where(CheckpointRow.run_id == run_id)).scalars()
+        unit.session.execute(select(CheckpointRow.path).where(CheckpointRow.run_id == run_id)).scalars()
     )
     for ref in log.checkpoints:
         if ref.path not in known:
             known.add(ref.path)
-            session.add(
+            unit.session.add(
                 CheckpointRow(run_id=run_id, step=ref.step, path=ref.path, status="logged",
                               metrics=jsonable(ref.metrics))
             )
 
 
-def save_sources(session: Session, run_id: int, sources: list[SourceStat],
+def save_sources(unit: Unit, run_id: int, sources: list[SourceStat],
                  part_id: int | None = None) -> None:
     """Replace the stored files of the run's own log (``part_id`` None) or of one part."""
     mine = SourceFile.part_id.is_(None) if part_id is None else SourceFile.part_id == part_id
-    session.execute(delete(SourceFile).where(SourceFile.run_id == run_id, mine))
-    session.flush()
-    known = set(session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))
+    unit.session.execute(delete(SourceFile).where(SourceFile.run_id == run_id, mine))
+    unit.session.flush()
+    known = set(unit.session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))
                 .scalars())
     for s in sources:
         if s.path not in known:
             known.add(s.path)
-            session.add(SourceFile(run_id=run_id, part_id=part_id, path=s.path, size=s.size,
+            unit.session.add(SourceFile(run_id=run_id, part_id=part_id, path=s.path, size=s.size,
                                    mtime=s.mtime, sha256=s.sha256))
 
 
@@ -240,7 +240,7 @@ _RUN_COLUMNS = (
 )
 
 
-def summaries(session: Session, run_ids: list[int] | None = None,
+def summaries(unit: Unit, run_ids: list[int] | None = None,
               severities: Mapping[int, str] | None = None) -> list[RunSummary]:
     """Runs with their tags and series summaries, newest first, in three plain queries.
 
@@ -249,14 +249,14 @@ def summaries(session: Session, run_ids: list[int] | None = None,
     ``severities`` gives each run's worst finding (the diagnostics own that table).
     """
     severities = severities or {}
-    runs = session.execute(_only(select(*_RUN_COLUMNS), Run.id, run_ids).order_by(Run.id.desc())).all()
+    runs = unit.session.execute(_only(select(*_RUN_COLUMNS), Run.id, run_ids).order_by(Run.id.desc())).all()
     tags: dict[int, list[str]] = defaultdict(list)
-    for run_id, tag in session.execute(
+    for run_id, tag in unit.session.execute(
         _only(select(RunTag.run_id, RunTag.tag), RunTag.run_id, run_ids).order_by(RunTag.tag)
     ):
         tags[run_id].append(tag)
     infos: dict[int, dict[str, SeriesInfo]] = defaultdict(dict)
-    for row in session.execute(_only(select(*_SERIES_COLUMNS), SeriesRow.run_id, run_ids)):
+    for row in unit.session.execute(_only(select(*_SERIES_COLUMNS), SeriesRow.run_id, run_ids)):
         series_id, name, original, *stats = row[1:]
         infos[row[0]][row[2]] = SeriesInfo(*stats, id=series_id, name=name,
                                            original_name=original)
@@ -277,27 +277,81 @@ def _only(query, column, ids: list[int] | None):
     return query if ids is None else query.where(column.in_(ids))
 
 
-def excluded_from_fit(session: Session) -> set[int]:
+def excluded_from_fit(unit: Unit) -> set[int]:
     """Runs the user keeps out of the memory model's calibration."""
-    return set(session.execute(select(Run.id).where(Run.exclude_from_fit.is_(True))).scalars())
+    return set(unit.session.execute(select(Run.id).where(Run.exclude_from_fit.is_(True))).scalars())
 
 
-def get(session: Session, run_id: int) -> Run | None:
-    return session.get(Run, run_id)
+def get(unit: Unit, run_id: int) -> Run | None:
+    return unit.session.get(Run, run_id)
 
 
-def events(session: Session, run_id: int) -> list[RunEvent]:
-    """A run's stored events, in the order they were logged."""
+def events(unit: Unit, run_id: int, kinds: Iterable[str] | None = None) -> list[RunEvent]:
+    """A run's stored events (of ``kinds``, or all), in the order they were logged."""
     from core.runlog import RunEvent
 
-    rows = session.execute(select(EventRow).where(EventRow.run_id == run_id).order_by(EventRow.id))
-    return [RunEvent(r.kind, r.step, r.message, dict(r.data), r.wall_time) for r in rows.scalars()]
+    query = select(EventRow).where(EventRow.run_id == run_id).order_by(EventRow.id)
+    if kinds is not None:
+        query = query.where(EventRow.kind.in_(list(kinds)))
+    rows = unit.session.execute(query).scalars()
+    return [RunEvent(r.kind, r.step, r.message, dict(r.data), r.wall_time) for r in rows]
 
 
-def loss_ending_between(session: Session, run_id: int, low: float,
+def count(unit: Unit) -> int:
+    from sqlalchemy import func
+
+    return unit.session.execute(select(func.count(Run.id))).scalar_one()
+
+
+def ids(unit: Unit) -> list[int]:
+    """Every stored run's id, oldest first."""
+    return list(unit.session.execute(select(Run.id).order_by(Run.id)).scalars())
+
+
+def ids_named(unit: Unit, name: str) -> list[int]:
+    """The runs named exactly ``name`` (no pattern: ``%`` and ``_`` are plain characters)."""
+    return list(unit.session.execute(select(Run.id).where(Run.name == name)).scalars())
+
+
+def names_containing(unit: Unit, text: str, limit: int) -> list[tuple[int, str]]:
+    """(id, name) of the first runs whose name contains ``text``, as suggestions."""
+    query = (select(Run.id, Run.name).where(Run.name.contains(text, autoescape=True))
+             .order_by(Run.id).limit(limit))
+    return [(run_id, name) for run_id, name in unit.session.execute(query)]
+
+
+def update(unit: Unit, run_id: int, **values: Any) -> bool:
+    """Set the run's stored fields (name, notes, colour...); False when there is no such run."""
+    run = get(unit, run_id)
+    if run is None:
+        return False
+    for key, value in values.items():
+        setattr(run, key, value)
+    return True
+
+
+def set_tags(unit: Unit, run_id: int, tags: Iterable[str]) -> None:
+    """Replace the run's tags."""
+    unit.session.execute(delete(RunTag).where(RunTag.run_id == run_id))
+    unit.session.add_all(RunTag(run_id=run_id, tag=t) for t in tags)
+
+
+def sources(unit: Unit, run_id: int) -> list[SourceStat]:
+    """The files a run was read from, by path, as they were when last read."""
+    rows = unit.session.execute(
+        select(SourceFile).where(SourceFile.run_id == run_id).order_by(SourceFile.path)).scalars()
+    return [SourceStat(r.path, r.size, r.mtime, r.sha256) for r in rows]
+
+
+def remove(unit: Unit, run_ids: Iterable[int]) -> int:
+    """Delete runs and every row hanging off them; returns how many runs went."""
+    return unit.session.execute(delete(Run).where(Run.id.in_(list(run_ids)))).rowcount
+
+
+def loss_ending_between(unit: Unit, run_id: int, low: float,
                         high: float) -> list[tuple[int, str, dict]]:
     """(run, source path, shape) of other runs whose loss ends in [low, high), latest first."""
-    rows = session.execute(
+    rows = unit.session.execute(
         select(SeriesRow.run_id, Run.source_path, Run.shape).join(Run, Run.id == SeriesRow.run_id)
         .where(SeriesRow.name == "loss", SeriesRow.run_id != run_id,
                SeriesRow.last_step < high, SeriesRow.last_step >= low)
@@ -306,7 +360,7 @@ def loss_ending_between(session: Session, run_id: int, low: float,
     return [(r.run_id, r.source_path, r.shape) for r in rows]
 
 
-def shapes_except(session: Session, run_id: int) -> list[tuple[int, dict, str]]:
+def shapes_except(unit: Unit, run_id: int) -> list[tuple[int, dict, str]]:
     """(run, stored shape, name) of every other run."""
     return [tuple(r) for r in
-            session.execute(select(Run.id, Run.shape, Run.name).where(Run.id != run_id)).all()]
+            unit.session.execute(select(Run.id, Run.shape, Run.name).where(Run.id != run_id)).all()]

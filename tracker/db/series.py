@@ -12,10 +12,10 @@ from collections.abc import Iterable
 
 import numpy as np
 from sqlalchemy import delete, insert, select
-from sqlalchemy.orm import Session
 
 from core.runlog import Series
 from tracker.db.schema import SeriesChunk, SeriesRow
+from tracker.db.unit import Unit
 from tracker.model import Summary
 
 CHUNK = 1 << 16
@@ -77,22 +77,22 @@ def _num(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def write(session: Session, run_id: int, series: Series) -> int:
+def write(unit: Unit, run_id: int, series: Series) -> int:
     """Insert a new series with all its points; returns its id."""
     row = SeriesRow(run_id=run_id, name=series.name, original_name=series.original,
                     has_wall_time=series.has_wall_time, count=0)
-    session.add(row)
-    session.flush()
-    _set_summary(row, _insert_chunks(session, row.id, series.chunks(CHUNK), first_seq=0))
+    unit.session.add(row)
+    unit.session.flush()
+    _set_summary(row, _insert_chunks(unit, row.id, series.chunks(CHUNK), first_seq=0))
     return row.id
 
 
-def replace(session: Session, row: SeriesRow, series: Series) -> None:
+def replace(unit: Unit, row: SeriesRow, series: Series) -> None:
     """Rewrite a stored series whose earlier points changed."""
-    session.execute(delete(SeriesChunk).where(SeriesChunk.series_id == row.id))
+    unit.session.execute(delete(SeriesChunk).where(SeriesChunk.series_id == row.id))
     row.original_name = series.original
     row.has_wall_time = series.has_wall_time
-    _set_summary(row, _insert_chunks(session, row.id, series.chunks(CHUNK), first_seq=0))
+    _set_summary(row, _insert_chunks(unit, row.id, series.chunks(CHUNK), first_seq=0))
 
 
 def extends(row: SeriesRow, series: Series) -> bool:
@@ -105,7 +105,7 @@ def extends(row: SeriesRow, series: Series) -> bool:
     return step == row.last_step and same_value
 
 
-def append(session: Session, row: SeriesRow, series: Series) -> int:
+def append(unit: Unit, row: SeriesRow, series: Series) -> int:
     """Store only the points of ``series`` beyond the stored ones; returns how many.
 
     The last chunk is merged with the new points while it is short, so a log
@@ -114,28 +114,28 @@ def append(session: Session, row: SeriesRow, series: Series) -> int:
     added = len(series) - row.count
     if added <= 0:
         return 0
-    last = session.execute(
+    last = unit.session.execute(
         select(SeriesChunk).where(SeriesChunk.series_id == row.id).order_by(SeriesChunk.seq.desc())
     ).scalars().first()
     start, first_seq, head = row.count, 0, None
     if last is not None and last.n < CHUNK:
         head, first_seq = _decode(last), last.seq
         start += CHUNK - last.n  # the new points that fill the short chunk up
-        session.delete(last)
-        session.flush()
+        unit.session.delete(last)
+        unit.session.flush()
     elif last is not None:
         first_seq = last.seq + 1
     pieces = series.chunks(CHUNK, start)
     if head is not None:
         pieces = itertools.chain([_concat(head, series.slice(row.count, start))], pieces)
-    _insert_chunks(session, row.id, pieces, first_seq=first_seq)
+    _insert_chunks(unit, row.id, pieces, first_seq=first_seq)
     _set_summary(row, summary_of(series))
     return added
 
 
-def read(session: Session, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def read(unit: Unit, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Steps, values and wall times (or None) of a stored series."""
-    chunks = session.execute(
+    chunks = unit.session.execute(
         select(SeriesChunk.steps, SeriesChunk.values, SeriesChunk.wall_time, SeriesChunk.n)
         .where(SeriesChunk.series_id == series_id)
         .order_by(SeriesChunk.seq)
@@ -168,7 +168,7 @@ def decode_steps(blob: bytes, n: int) -> np.ndarray:
     return np.frombuffer(blob, _STEP)
 
 
-def _insert_chunks(session: Session, series_id: int, pieces: Iterable[Series], first_seq: int) -> Summary:
+def _insert_chunks(unit: Unit, series_id: int, pieces: Iterable[Series], first_seq: int) -> Summary:
     """Insert chunks of at most CHUNK points, a few per statement (memory stays a few chunks
     whatever the series' length); returns the summary of the points written."""
     summary = summarize(np.empty(0), np.empty(0))
@@ -188,10 +188,10 @@ def _insert_chunks(session: Session, series_id: int, pieces: Iterable[Series], f
             }
         )
         if len(rows) == _ROWS_PER_INSERT:
-            session.execute(insert(SeriesChunk), rows)
+            unit.session.execute(insert(SeriesChunk), rows)
             rows = []
     if rows:
-        session.execute(insert(SeriesChunk), rows)
+        unit.session.execute(insert(SeriesChunk), rows)
     return summary
 
 
@@ -214,6 +214,22 @@ def _set_summary(row: SeriesRow, summary: Summary) -> None:
         setattr(row, key, value)
 
 
-def rows_of(session: Session, run_id: int) -> list[SeriesRow]:
+def rows_of(unit: Unit, run_id: int) -> list[SeriesRow]:
     """A run's stored series rows (names and summaries; points are read apart)."""
-    return list(session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars())
+    return list(unit.session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars())
+
+
+def read_named(unit: Unit, run_id: int, name: str) -> Series | None:
+    """A run's stored series called ``name``, all its points; None when it has none."""
+    row = unit.session.execute(
+        select(SeriesRow).where(SeriesRow.run_id == run_id, SeriesRow.name == name)
+    ).scalar_one_or_none()
+    if row is None:
+        return None
+    steps, values, walls = read(unit, row.id)
+    return Series(name, steps, values, row.original_name, walls)
+
+
+def metric_names(unit: Unit) -> list[str]:
+    """Every metric name some stored run has."""
+    return list(unit.session.execute(select(SeriesRow.name).distinct()).scalars())

@@ -82,8 +82,9 @@ def _back(points: Points, index: int, from_step: int) -> Back:
 
 
 @dataclass
-class Resume:
-    """Where the run went back: the step, the first position after it, what it touched."""
+class Rewind:
+    """Where the log's step went back (a resume, written out as a "resume" event): the step,
+    the first position after it, the metrics it touched."""
 
     step: int
     position: int
@@ -111,11 +112,11 @@ def untangle(columns: dict[str, Points]) -> tuple[dict[str, Points], list[RunEve
     return out, events(resumes), warnings
 
 
-def find_resumes(backs: dict[str, Backs]) -> tuple[list[Resume], set[str], list[str]]:
+def find_resumes(backs: dict[str, Backs]) -> tuple[list[Rewind], set[str], list[str]]:
     """The resumes the metrics' step-backs show (metrics in the order given), the metrics
     whose step resets too often to be resumed (kept as written), and a warning for each."""
     warnings = []
-    resumes: list[Resume] = []
+    resumes: list[Rewind] = []
     counters = set()
     for name, found in backs.items():
         if found.count > MAX_RESTARTS:
@@ -128,7 +129,7 @@ def find_resumes(backs: dict[str, Backs]) -> tuple[list[Resume], set[str], list[
     return resumes, counters, warnings
 
 
-def _note(resumes: list[Resume], name: str, back: Back) -> None:
+def _note(resumes: list[Rewind], name: str, back: Back) -> None:
     """Add one metric's step-back to the resume it belongs to, or start a new one.
 
     Metrics logged together go back to the same step; a metric that goes back
@@ -140,10 +141,10 @@ def _note(resumes: list[Resume], name: str, back: Back) -> None:
             resume.position = min(resume.position, back.position)
             resume.from_step = max(resume.from_step, back.from_step)
             return
-    resumes.append(Resume(back.step, back.position, back.from_step, back.wall, [name]))
+    resumes.append(Rewind(back.step, back.position, back.from_step, back.wall, [name]))
 
 
-def drop_orphans(points: Points, resumes: list[Resume]) -> Points:
+def drop_orphans(points: Points, resumes: list[Rewind]) -> Points:
     """``points`` without those a resume replaced (a run of a metric's points at a time works:
     each resume counts what it dropped)."""
     keep = np.ones(len(points.steps), dtype=bool)
@@ -154,11 +155,11 @@ def drop_orphans(points: Points, resumes: list[Resume]) -> Points:
     return points if keep.all() else points.take(keep)
 
 
-def events(resumes: list[Resume]) -> list[RunEvent]:
+def events(resumes: list[Rewind]) -> list[RunEvent]:
     return [_event(r) for r in resumes]
 
 
-def _event(resume: Resume) -> RunEvent:
+def _event(resume: Rewind) -> RunEvent:
     message = (f"resumed at step {resume.step} after reaching step {resume.from_step}; "
                f"{resume.dropped} points logged at steps >= {resume.step} before the resume "
                "were replaced")

@@ -35,7 +35,7 @@ from core.hf_config import shape_fields as model_fields
 from core.runlog import RunLog, Series
 from core.train_args import shape_fields as args_fields
 from tracker.readers._common import ReaderError, head, open_regular
-from tracker.readers._restarts import Backs, Points, Resume, drop_orphans, events, find_resumes
+from tracker.readers._restarts import Backs, Points, Rewind, drop_orphans, events, find_resumes
 from tracker.readers._scalar_events import Scalars, decode
 from tracker.readers._spool import Builder, Spool
 from tracker.readers._tfrecord import FileRecords
@@ -138,7 +138,7 @@ def _finish(run: RunLog) -> RunLog:
     return run
 
 
-def _read_files(files: list[Path], run: RunLog, drop: tuple[list[Resume], set[str]] | None = None
+def _read_files(files: list[Path], run: RunLog, drop: tuple[list[Rewind], set[str]] | None = None
                 ) -> _Scalars:
     scalars = _Scalars(drop)
     for path in files:
@@ -189,7 +189,7 @@ class _Scalars:
     """Points per tag in record order across the run's files, a block at a time: spooled, with
     the steps that go back noted (or, on a second pass, the points resumes replaced dropped)."""
 
-    def __init__(self, drop: tuple[list[Resume], set[str]] | None = None) -> None:
+    def __init__(self, drop: tuple[list[Rewind], set[str]] | None = None) -> None:
         self.spool = Spool()
         self.builders: dict[str, Builder] = {}
         self.drop = drop
