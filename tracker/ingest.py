@@ -25,8 +25,8 @@ from tracker.db import jobs as parts_store
 from tracker.db import runs as run_store
 from tracker.enrich import enrich
 from tracker.model import SourceStat
-from tracker.readers import Reader, ReaderError, best_reader, labels, looks_like_log
-from tracker.readers._common import head, looks_binary, special_kind
+from tracker.readers import Reader, ReaderError, Sample, best_reader, labels, looks_like_log
+from tracker.readers._common import special_kind
 from tracker.store import Store
 
 log = logging.getLogger(__name__)
@@ -177,8 +177,8 @@ def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, exp
         report.results.append(FileResult(str(folder), "skipped", "folder already visited (symlink loop)"))
         return
     seen.add((st.st_dev, st.st_ino))
-    reader = best_reader(folder)
-    if reader is not None and reader.dirs:
+    reader = _folder_reader(folder, report)
+    if reader is not None:
         units.append(_Unit(folder, explicit=explicit, reader=reader))
         return
     try:
@@ -193,6 +193,18 @@ def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, exp
                 _walk(path, units, seen, report, explicit=False)
         elif entry.is_file():
             units.append(_Unit(path, explicit=False))
+
+
+def _folder_reader(folder: Path, report: IngestReport) -> Reader | None:
+    """The reader that claims ``folder`` as one run; a failure is the folder's line in the report,
+    and the walk goes on into the folder's files."""
+    try:
+        reader = best_reader(folder)
+    except Exception as err:  # a reader bug must not stop the walk
+        log.debug("choosing a reader for %s failed", folder, exc_info=True)
+        report.results.append(FileResult(str(folder), "error", f"could not sniff the folder ({_error(err)})"))
+        return None
+    return reader if reader is not None and reader.accepts_directories else None
 
 
 def _alias(entry: os.DirEntry) -> bool:
@@ -215,11 +227,13 @@ def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileR
     try:
         if path.is_file() and path.stat().st_size == 0:
             return [_quiet(unit, result, "empty file")]
-        reader = unit.reader or best_reader(path)
-        if reader is None and path.is_file() and looks_binary(head(path)):
+        sample = Sample(path)
+        reader = unit.reader or best_reader(sample)
+        if reader is None and path.is_file() and sample.binary:
             return [_quiet(unit, result, "binary data, not a training log")]
         if reader is None:
-            return [_quiet(unit, result, f"unrecognised format (tried: {labels()})")]
+            failed = "".join(f"; {failure}" for failure in sample.failures)
+            return [_quiet(unit, result, f"unrecognised format (tried: {labels()}){failed}")]
         result.format = reader.name
         if not refresh and _unchanged(store, path):
             result.status, result.reason = "duplicate", "unchanged since last ingest"
@@ -234,9 +248,14 @@ def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileR
         result.reason = f"cannot read: {err.strerror or err}"
     except Exception as err:  # a reader bug must not stop the other files, nor print a traceback
         log.debug("reader failed on %s", path, exc_info=True)
-        first = str(err).splitlines()[0] if str(err) else ""
-        result.reason = f"could not read ({type(err).__name__}: {first})"
+        result.reason = f"could not read ({_error(err)})"
     return [result]
+
+
+def _error(err: Exception) -> str:
+    """An unexpected exception in one line: its type and the first line of its message."""
+    first = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {first}"
 
 
 def _refused(path: Path) -> str | None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from core.runlog import CheckpointRef, RunEvent, RunLog
 from core.shape import RunShape
-from tracker.readers._common import ReaderError, head, number, open_regular, parse_json
+from tracker.readers._common import ReaderError, number, one_run, open_regular, parse_json
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._table import Layout, read_table
 from tracker.readers._tabular import json_lines_blocks
 from tracker.readers.crash import oom_event
@@ -25,11 +26,11 @@ SOURCE = "headroom header"
 RECORD_KEYS = (b'"checkpoint"', b'"event"', b'"summary"')
 
 
-def sniff(path: Path) -> float:
-    if path.is_dir():
-        return 0.99 if (path / RUN_FILE).is_file() else 0.0
-    first = head(path, 4096).lstrip().split(b"\n", 1)[0]
-    return 0.99 if first.startswith(b'{"headroom"') else 0.0
+def sniff(sample: Sample) -> float:
+    if sample.is_dir:
+        return Confidence.CERTAIN if (sample.path / RUN_FILE).is_file() else Confidence.NONE
+    first = sample.head[:4096].lstrip().split(b"\n", 1)[0]
+    return Confidence.CERTAIN if first.startswith(b'{"headroom"') else Confidence.NONE
 
 
 def read(path: Path) -> RunLog:
@@ -138,3 +139,5 @@ def _time(value) -> datetime | None:
     except ValueError:
         return None
 
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)
