@@ -21,6 +21,7 @@ folder::
 
     .venv/bin/python bench/cli.py                       # this checkout
     .venv/bin/python bench/cli.py --headroom /path/to/venv/bin/headroom   # an installed one
+    .venv/bin/python bench/cli.py --only ingest --repeat 15   # the floors and one command
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from core.resources import resources_dir  # noqa: E402
 
 TARGETS = {"runs": 0.4, "ingest": 0.6}
+FLOORS = ("--version (floor)", "db libraries alone")
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -74,6 +76,8 @@ def main() -> None:
     parser.add_argument("--headroom", nargs="+", metavar="COMMAND",
                         default=[sys.executable, "-m", "desktop.launcher"],
                         help="how to start headroom (default: this Python on this checkout)")
+    parser.add_argument("--only", nargs="+", choices=("runs", "ingest", "size"),
+                        help="time only these commands (beside the two floors)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -83,13 +87,16 @@ def main() -> None:
                        env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
         logs = iter(_small_log(tmp, i) for i in range(args.repeat + 1))
         commands = {
-            "--version (floor)": lambda: [*headroom, "--version"],
-            "db libraries alone": lambda: [sys.executable, "-c", "import sqlalchemy.orm, sqlmodel"],
+            FLOORS[0]: lambda: [*headroom, "--version"],
+            FLOORS[1]: lambda: [sys.executable, "-c", "import sqlalchemy.orm, sqlmodel"],
             "runs": lambda: [*headroom, "runs", "--db", db],
             "ingest": lambda: [*headroom, "ingest", str(next(logs)), "--db", db],
             "size": lambda: [*headroom, "size", "--model", "llama-3.1-8b", "--method", "lora",
                              "--gpu", "rtx-4090", "--db", db],
         }
+        if args.only:
+            commands = {name: make for name, make in commands.items()
+                        if name in args.only or name in FLOORS}
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         for make in commands.values():  # untimed: bytecode caches, first-run costs
             _time(make(), env)
@@ -100,7 +107,7 @@ def main() -> None:
 
 
 def _report(times: dict[str, list[tuple[float, float]]], repeat: int) -> None:
-    floor = statistics.median(wall for wall, _ in times["--version (floor)"])
+    floor = statistics.median(wall for wall, _ in times[FLOORS[0]])
     print(f"headroom commands, {repeat} runs each, interleaved (seconds):")
     print(f"{'command':<20}{'median':>8}{'best':>8}{'x floor':>9}{'CPU':>8}  target")
     for name, runs in times.items():
