@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from dataclasses import dataclass
-from fnmatch import fnmatch
+from fnmatch import fnmatch, translate
 from functools import cached_property
 from pathlib import Path
 from typing import Protocol
@@ -65,6 +66,11 @@ class Reader:
     fallback: bool = False
 
     @cached_property
+    def names(self) -> re.Pattern[str]:
+        """The patterns as one compiled expression (a folder walk tests every file's name)."""
+        return _compiled(self.patterns)
+
+    @cached_property
     def module(self) -> ReaderModule:
         return importlib.import_module(f"tracker.readers.{self.module_name}")
 
@@ -72,7 +78,7 @@ class Reader:
         """Whether this reader is shown the sample at all (decided without importing it)."""
         if sample.is_dir:
             return self.accepts_directories
-        if _matches(sample.name, self.patterns) or (self.magic and sample.has_magic(self.magic)):
+        if self.names.match(sample.name) or (self.magic and sample.has_magic(self.magic)):
             return True
         return self.fallback and not _named(sample.name) and not sample.binary
 
@@ -134,8 +140,8 @@ READERS: tuple[Reader, ...] = (
 )
 
 
-def _matches(name: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch(name, pattern) for pattern in patterns)
+def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(translate(p) for p in patterns) or r"(?!)")  # none: matches nothing
 
 
 def _log_patterns() -> tuple[str, ...]:
@@ -147,15 +153,17 @@ def _log_patterns() -> tuple[str, ...]:
 # What a training log's file name looks like: the open dialog's filter, and which unclaimed
 # files of a folder walk are reported rather than ignored.
 LOG_PATTERNS = _log_patterns()
+_LOGS = _compiled(LOG_PATTERNS)
+# A name some reader declares, or one that says the file is no log: no fallback reader is asked.
+_NAMED = _compiled((*LOG_PATTERNS, *NOT_LOGS))
 
 
 def _named(name: str) -> bool:
-    """A name some reader declares, or one that says the file is no log (left to its readers)."""
-    return _matches(name, LOG_PATTERNS) or _matches(name, NOT_LOGS)
+    return _NAMED.match(name) is not None
 
 
 def looks_like_log(path: Path) -> bool:
-    return _matches(path.name.lower(), LOG_PATTERNS)
+    return _LOGS.match(path.name.lower()) is not None
 
 
 def reader_named(name: str) -> Reader:

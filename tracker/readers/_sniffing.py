@@ -1,7 +1,8 @@
 """What a sniffer sees of a file (one shared sample) and what it may answer (named tiers).
 
-Every reader asked about a file gets the same :class:`Sample`: the head and the
-tail are read once and decoded once, however many readers look at them. A
+Every reader asked about a file gets the same :class:`Sample`: the head (and,
+for the console dialects, a longer head and the tail) is read once and decoded
+once, however many readers look at it. A
 sniffer answers with a :class:`Confidence` tier, or with :func:`outranks` of a
 tier where two formats show the same kind of evidence and one must win.
 """
@@ -19,6 +20,8 @@ SAMPLE_HEAD = 256 * 1024
 SAMPLE_TAIL = 64 * 1024
 # A magic string counts only this near the start of a file.
 MAGIC_BYTES = 64
+# Whether a file is text or binary is judged on its start.
+BINARY_BYTES = 4096
 
 
 class Confidence:
@@ -60,34 +63,38 @@ class Sample:
 
     @cached_property
     def head(self) -> bytes:
-        """The first bytes (empty for folders, FIFOs and unreadable files)."""
-        return b"" if self.is_dir else head(self.path, SAMPLE_HEAD)
+        """The first 64 KiB (empty for folders, FIFOs and unreadable files)."""
+        return b"" if self.is_dir else head(self.path, HEAD_BYTES)
+
+    @cached_property
+    def long_head(self) -> bytes:
+        """The first 256 KiB, for the console dialects (read only when they are asked)."""
+        return self.head if len(self.head) < HEAD_BYTES else head(self.path, SAMPLE_HEAD)
 
     @cached_property
     def tail(self) -> bytes:
-        """The last bytes when the file is longer than head and tail together, else empty."""
+        """The last bytes when the file is longer than the long head and the tail together."""
+        if len(self.long_head) < SAMPLE_HEAD:
+            return b""
         try:
             size = os.stat(self.path).st_size
+            if size <= SAMPLE_HEAD + SAMPLE_TAIL:
+                return b""
+            with open(self.path, "rb") as f:
+                f.seek(size - SAMPLE_TAIL)
+                return f.read(SAMPLE_TAIL)
         except OSError:
             return b""
-        if self.is_dir or len(self.head) < SAMPLE_HEAD or size <= SAMPLE_HEAD + SAMPLE_TAIL:
-            return b""
-        with open(self.path, "rb") as f:
-            f.seek(size - SAMPLE_TAIL)
-            return f.read(SAMPLE_TAIL)
 
     @cached_property
     def binary(self) -> bool:
-        return looks_binary(self.head[:HEAD_BYTES])
+        """The first 4 KiB look binary (a log with a stray NUL further on is still text)."""
+        return looks_binary(self.head[:BINARY_BYTES])
 
     @cached_property
     def text(self) -> str:
         """The head as text ("" when it looks binary); bad UTF-8 bytes become U+FFFD."""
         return "" if self.binary else self.head.decode("utf-8", errors="replace")
-
-    @property
-    def first_line(self) -> bytes:
-        return self.head.split(b"\n", 1)[0]
 
     def has_magic(self, magic: bytes) -> bool:
         return magic in self.head[:MAGIC_BYTES]
@@ -99,7 +106,7 @@ class Sample:
 
         if self.binary:
             return ()
-        data = self.head
+        data = self.long_head
         if self.tail:
             data = data[: data.rfind(b"\n") + 1] + self.tail[self.tail.find(b"\n") + 1:]
         texts: list[str] = []

@@ -154,8 +154,8 @@ def test_sniffers_answer_named_tiers_not_literals():
 
 
 def test_a_small_log_is_ingested_without_the_heavy_libraries(tmp_path):
-    """The command line's ingest of a small JSON-lines log into a current database imports
-    no data-frame, training or migration library, and only the readers the file selected."""
+    """The command line's ingest of a small JSON-lines or CSV log into a current database
+    imports no data-frame, training or migration library, and only the readers the file selected."""
     code = """
 import json, sys
 from tracker.cli import main
@@ -182,3 +182,7 @@ print(json.dumps({"heavy": [m for m in heavy if m in sys.modules],
     seen = run(generic)
     assert seen["heavy"] == [] and "tracker.readers.jsonl" in seen["readers"]
     assert "tracker.readers.tensorboard" not in seen["readers"]
+    table = tmp_path / "losses.csv"
+    table.write_text("step,loss,lr\n" + "".join(f"{s},{1 / s},1e-4\n" for s in range(1, 9)))
+    seen = run(table)
+    assert seen["heavy"] == [] and "tracker.readers.csv_table" in seen["readers"]
