@@ -20,7 +20,6 @@ from tracker.readers._sniffing import Confidence, Sample, outranks
 from tracker.readers._table import read_table
 from tracker.readers._tabular import STEP_COLUMNS, csv_blocks
 
-SUFFIXES = (".csv", ".tsv")
 HEAD = 16384
 # TensorBoard's "download CSV" names files run-<run>-tag-<tag>.csv ("/" in tags became "_").
 _TB_EXPORT = re.compile(r"^run[-_](?P<run>.*?)[-_]tag[-_](?P<tag>.+)$")

@@ -10,15 +10,16 @@ own, LLaMA-Factory, ms-swift, W&B history) win their files.
 
 from __future__ import annotations
 
+from fnmatch import fnmatch
 from pathlib import Path
 
 from core.runlog import RunLog
+from tracker.readers import JSON_LINES
 from tracker.readers._common import ReaderError, file_run_name, flatten, number, one_run, parse_json
 from tracker.readers._sniffing import Confidence, Sample, outranks
 from tracker.readers._table import read_table
 from tracker.readers._tabular import STEP_COLUMNS, WALL_COLUMNS, json_lines_blocks
 
-SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 # Other suffixes need this many object lines in the head before the file counts as JSON lines.
 MIN_LINES_OTHERWISE = 2
 _NOT_METRICS = {name.lower() for name in (*STEP_COLUMNS, *WALL_COLUMNS)}
@@ -26,7 +27,7 @@ _NOT_METRICS = {name.lower() for name in (*STEP_COLUMNS, *WALL_COLUMNS)}
 
 def sniff(sample: Sample) -> float:
     rows = _head_rows(sample.head[:16384])
-    named = sample.suffix in SUFFIXES
+    named = any(fnmatch(sample.name, pattern) for pattern in JSON_LINES)
     if not rows or (not named and len(rows) < MIN_LINES_OTHERWISE):
         return Confidence.NONE
     keys = {key.lower() for row in rows for key, value in flatten(row, sep="/").items()
