@@ -196,14 +196,18 @@ def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, exp
 
 
 def _folder_reader(folder: Path, report: IngestReport) -> Reader | None:
-    """The reader that claims ``folder`` as one run; a failure is the folder's line in the report,
-    and the walk goes on into the folder's files."""
+    """The reader that claims ``folder`` as one run. When none does and a sniffer failed (or the
+    choice itself did), the folder's line in the report says so; the walk goes on into its files."""
+    sample = Sample(folder)
     try:
-        reader = best_reader(folder)
+        reader = best_reader(sample)
     except Exception as err:  # a reader bug must not stop the walk
         log.debug("choosing a reader for %s failed", folder, exc_info=True)
         report.results.append(FileResult(str(folder), "error", f"could not sniff the folder ({_error(err)})"))
         return None
+    if reader is None and sample.failures:
+        reason = "; ".join(sample.failures) + ": its files are read one by one"
+        report.results.append(FileResult(str(folder), "skipped", reason))
     return reader if reader is not None and reader.accepts_directories else None
 
 

@@ -78,7 +78,9 @@ def test_a_folder_sniffer_that_raises_does_not_stop_the_walk(plant, store, tmp_p
     (tmp_path / "a" / "b").mkdir(parents=True)
     headroom_log(tmp_path / "a" / "b" / "run.jsonl")
     report = ingest(store, [tmp_path / "a"])
-    assert [(Path(r.path).name, r.status) for r in report.results] == [("run.jsonl", "ingested")]
+    failed = "the planted reader failed on it (RuntimeError: planted bug): its files are read one by one"
+    assert [(Path(r.path).name, r.status, r.reason) for r in report.results] == [
+        ("a", "skipped", failed), ("b", "skipped", failed), ("run.jsonl", "ingested", "")]
 
 
 def test_a_reader_that_cannot_be_imported_is_not_mine(monkeypatch, tmp_path):
@@ -94,7 +96,7 @@ def test_a_folder_no_reader_could_be_chosen_for_is_reported_and_its_files_still_
     real = ingest_module.best_reader
 
     def failing_for_folders(target):
-        if isinstance(target, Path) and target.is_dir():
+        if target.is_dir:
             raise RuntimeError("registry bug")
         return real(target)
 
