@@ -26,7 +26,7 @@ from tracker.db import runs as run_store
 from tracker.enrich import enrich
 from tracker.model import SourceStat
 from tracker.readers import Reader, ReaderError, Sample, best_reader, labels, looks_like_log
-from tracker.readers._common import special_kind
+from tracker.readers._common import describe, special_kind
 from tracker.store import Store
 
 log = logging.getLogger(__name__)
@@ -203,7 +203,8 @@ def _folder_reader(folder: Path, report: IngestReport) -> Reader | None:
         reader = best_reader(sample)
     except Exception as err:  # a reader bug must not stop the walk
         log.debug("choosing a reader for %s failed", folder, exc_info=True)
-        report.results.append(FileResult(str(folder), "error", f"could not sniff the folder ({_error(err)})"))
+        reason = f"could not sniff the folder ({describe(err)})"
+        report.results.append(FileResult(str(folder), "error", reason))
         return None
     if reader is None and sample.failures:
         reason = "; ".join(sample.failures) + ": its files are read one by one"
@@ -252,14 +253,8 @@ def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileR
         result.reason = f"cannot read: {err.strerror or err}"
     except Exception as err:  # a reader bug must not stop the other files, nor print a traceback
         log.debug("reader failed on %s", path, exc_info=True)
-        result.reason = f"could not read ({_error(err)})"
+        result.reason = f"could not read ({describe(err)})"
     return [result]
-
-
-def _error(err: Exception) -> str:
-    """An unexpected exception in one line: its type and the first line of its message."""
-    first = str(err).splitlines()[0] if str(err) else ""
-    return f"{type(err).__name__}: {first}"
 
 
 def _refused(path: Path) -> str | None:

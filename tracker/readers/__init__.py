@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from core.runlog import RunLog
-from tracker.readers._common import ReaderError
+from tracker.readers._common import ReaderError, describe
 from tracker.readers._sniffing import Confidence, Sample, outranks
 
 __all__ = ["LOG_PATTERNS", "READERS", "Confidence", "Reader", "ReaderError", "ReaderModule",
@@ -91,8 +91,7 @@ class Reader:
             return float(self.module.sniff(sample))
         except Exception as err:  # a bug or a hostile file must not stop the walk
             log.debug("the %s sniffer failed on %s", self.name, sample.path, exc_info=True)
-            first = str(err).splitlines()[0] if str(err) else ""
-            sample.failures.append(f"the {self.name} reader failed on it ({type(err).__name__}: {first})")
+            sample.failures.append(f"the {self.name} reader failed on it ({describe(err)})")
             return Confidence.NONE
 
     def read(self, path: Path) -> list[RunLog]:

@@ -44,6 +44,12 @@ class ReaderError(Exception):
     """A file a reader cannot use; the message is one line a person understands."""
 
 
+def describe(err: Exception) -> str:
+    """An unexpected exception (a bug) in one line: its type and its message's first line."""
+    first = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {first}"
+
+
 def file_run_name(path: Path) -> str:
     """A run name for a lone log file: its stem, with its folder when the stem is generic."""
     if path.stem.lower() in GENERIC_STEMS and path.parent.name:
