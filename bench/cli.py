@@ -7,8 +7,9 @@ database pays. Beside them, in one run and interleaved so the machine's noise
 hits all alike:
 
 - ``headroom runs`` on a database holding the bundled sample runs;
-- ``headroom ingest`` of a small new JSON-lines log (a fresh file each time, so
-  every run stores a new run) into that database;
+- ``headroom ingest`` of a small new Headroom JSON-lines log (a fresh file each
+  time, so every run stores a new run) into that database, and of a small new
+  CSV table (``ingest csv``, a Lightning-style ``metrics.csv``);
 - ``headroom size --model llama-3.1-8b --method lora --gpu rtx-4090``, which also
   fits the memory model to the database's runs.
 
@@ -21,6 +22,7 @@ folder::
 
     .venv/bin/python bench/cli.py                       # this checkout
     .venv/bin/python bench/cli.py --headroom /path/to/venv/bin/headroom   # an installed one
+    .venv/bin/python bench/cli.py --only ingest --repeat 15   # the floors and one command
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 
 from core.resources import resources_dir  # noqa: E402
 
-TARGETS = {"runs": 0.4, "ingest": 0.6}
+TARGETS = {"runs": 0.4, "ingest": 0.6, "ingest csv": 0.6}
+FLOORS = ("--version (floor)", "db libraries alone")
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -53,6 +56,14 @@ def _small_log(folder: Path, index: int) -> Path:
     lines = [{"headroom": 1, "run": {"name": f"small-{index}", "shape": {"micro_batch_size": 4}}}]
     lines += [{"step": s, "loss": 3.0 - s / 100 + index / 1e6, "lr": 1e-4} for s in range(1, 21)]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _small_table(folder: Path, index: int) -> Path:
+    path = folder / f"table-{index}" / "metrics.csv"
+    path.parent.mkdir()
+    rows = [f"{s // 10},{s},{3.0 - s / 100 + index / 1e6},{'' if s % 10 else 2.9}" for s in range(1, 21)]
+    path.write_text("epoch,step,train_loss,val_loss\n" + "\n".join(rows) + "\n", encoding="utf-8")
     return path
 
 
@@ -74,6 +85,8 @@ def main() -> None:
     parser.add_argument("--headroom", nargs="+", metavar="COMMAND",
                         default=[sys.executable, "-m", "desktop.launcher"],
                         help="how to start headroom (default: this Python on this checkout)")
+    parser.add_argument("--only", nargs="+", choices=("runs", "ingest", "ingest csv", "size"),
+                        help="time only these commands (beside the two floors)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -82,14 +95,19 @@ def main() -> None:
         subprocess.run([*headroom, "ingest", str(resources_dir() / "samples"), "--db", db],
                        env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
         logs = iter(_small_log(tmp, i) for i in range(args.repeat + 1))
+        tables = iter(_small_table(tmp, i) for i in range(args.repeat + 1))
         commands = {
-            "--version (floor)": lambda: [*headroom, "--version"],
-            "db libraries alone": lambda: [sys.executable, "-c", "import sqlalchemy.orm, sqlmodel"],
+            FLOORS[0]: lambda: [*headroom, "--version"],
+            FLOORS[1]: lambda: [sys.executable, "-c", "import sqlalchemy.orm, sqlmodel"],
             "runs": lambda: [*headroom, "runs", "--db", db],
             "ingest": lambda: [*headroom, "ingest", str(next(logs)), "--db", db],
+            "ingest csv": lambda: [*headroom, "ingest", str(next(tables)), "--db", db],
             "size": lambda: [*headroom, "size", "--model", "llama-3.1-8b", "--method", "lora",
                              "--gpu", "rtx-4090", "--db", db],
         }
+        if args.only:
+            commands = {name: make for name, make in commands.items()
+                        if name in args.only or name in FLOORS}
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         for make in commands.values():  # untimed: bytecode caches, first-run costs
             _time(make(), env)
@@ -100,7 +118,7 @@ def main() -> None:
 
 
 def _report(times: dict[str, list[tuple[float, float]]], repeat: int) -> None:
-    floor = statistics.median(wall for wall, _ in times["--version (floor)"])
+    floor = statistics.median(wall for wall, _ in times[FLOORS[0]])
     print(f"headroom commands, {repeat} runs each, interleaved (seconds):")
     print(f"{'command':<20}{'median':>8}{'best':>8}{'x floor':>9}{'CPU':>8}  target")
     for name, runs in times.items():

@@ -24,8 +24,8 @@ from tracker.db import runs as run_store
 from tracker.db.errors import AlreadyStored, StorageError
 from tracker.enrich import enrich
 from tracker.model import SourceStat
-from tracker.readers import Reader, ReaderError, best_reader, labels, looks_like_log
-from tracker.readers._common import head, looks_binary, special_kind
+from tracker.readers import Reader, ReaderError, Sample, best_reader, labels, looks_like_log
+from tracker.readers._common import describe, special_kind
 from tracker.store import Store
 
 log = logging.getLogger(__name__)
@@ -176,8 +176,8 @@ def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, exp
         report.results.append(FileResult(str(folder), "skipped", "folder already visited (symlink loop)"))
         return
     seen.add((st.st_dev, st.st_ino))
-    reader = best_reader(folder)
-    if reader is not None and reader.dirs:
+    reader = _folder_reader(folder, report)
+    if reader is not None:
         units.append(_Unit(folder, explicit=explicit, reader=reader))
         return
     try:
@@ -192,6 +192,23 @@ def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, exp
                 _walk(path, units, seen, report, explicit=False)
         elif entry.is_file():
             units.append(_Unit(path, explicit=False))
+
+
+def _folder_reader(folder: Path, report: IngestReport) -> Reader | None:
+    """The reader that claims ``folder`` as one run. When none does and a sniffer failed (or the
+    choice itself did), the folder's line in the report says so; the walk goes on into its files."""
+    sample = Sample(folder)
+    try:
+        reader = best_reader(sample)
+    except Exception as err:  # a reader bug must not stop the walk
+        log.debug("choosing a reader for %s failed", folder, exc_info=True)
+        reason = f"could not sniff the folder ({describe(err)})"
+        report.results.append(FileResult(str(folder), "error", reason))
+        return None
+    if reader is None and sample.failures:
+        reason = "; ".join(sample.failures) + ": its files are read one by one"
+        report.results.append(FileResult(str(folder), "skipped", reason))
+    return reader if reader is not None and reader.accepts_directories else None
 
 
 def _alias(entry: os.DirEntry) -> bool:
@@ -214,11 +231,13 @@ def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileR
     try:
         if path.is_file() and path.stat().st_size == 0:
             return [_quiet(unit, result, "empty file")]
-        reader = unit.reader or best_reader(path)
-        if reader is None and path.is_file() and looks_binary(head(path)):
+        sample = Sample(path)
+        reader = unit.reader or best_reader(sample)
+        if reader is None and path.is_file() and sample.binary:
             return [_quiet(unit, result, "binary data, not a training log")]
         if reader is None:
-            return [_quiet(unit, result, f"unrecognised format (tried: {labels()})")]
+            failed = "".join(f"; {failure}" for failure in sample.failures)
+            return [_quiet(unit, result, f"unrecognised format (tried: {labels()}){failed}")]
         result.format = reader.name
         if not refresh and _unchanged(store, path):
             result.status, result.reason = "duplicate", "unchanged since last ingest"
@@ -233,8 +252,7 @@ def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileR
         result.reason = f"cannot read: {err.strerror or err}"
     except Exception as err:  # a reader bug must not stop the other files, nor print a traceback
         log.debug("reader failed on %s", path, exc_info=True)
-        first = str(err).splitlines()[0] if str(err) else ""
-        result.reason = f"could not read ({type(err).__name__}: {first})"
+        result.reason = f"could not read ({describe(err)})"
     return [result]
 
 

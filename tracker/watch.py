@@ -105,7 +105,7 @@ def unit_for(path: Path, root: Path, claims: dict[Path, bool] | None = None) -> 
     for part in (*path.parent.relative_to(root).parts, None):
         if folder not in claims:
             reader = best_reader(folder)
-            claims[folder] = reader is not None and reader.dirs
+            claims[folder] = reader is not None and reader.accepts_directories
         if claims[folder]:
             return folder
         if part is None:

@@ -7,11 +7,14 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
+from core.runlog import RunLog
 
 HEAD_BYTES = 64 * 1024
 # Bytes of a big log parsed at a time: its size never sets the memory an ingest takes.
@@ -39,6 +42,12 @@ GENERIC_FOLDERS = {"files"}
 
 class ReaderError(Exception):
     """A file a reader cannot use; the message is one line a person understands."""
+
+
+def describe(err: Exception) -> str:
+    """An unexpected exception (a bug) in one line: its type and its message's first line."""
+    first = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {first}"
 
 
 def file_run_name(path: Path) -> str:
@@ -301,3 +310,12 @@ def flatten(data: Any, prefix: str = "", sep: str = ".") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def one_run(read: Callable[[Path], RunLog]) -> Callable[[Path], list[RunLog]]:
+    """``read_runs`` of a format whose file or folder holds one run: its ``read``, as a list."""
+
+    def read_runs(path: Path) -> list[RunLog]:
+        return [read(path)]
+
+    return read_runs

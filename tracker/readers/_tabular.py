@@ -376,10 +376,13 @@ def _text_numbers(col):
 
 def csv_columns(path: Path) -> dict[str, Column]:
     """Numeric columns of a whole CSV/TSV file (empty cells are NaN), with a named error."""
-    import pyarrow as pa
-
     start = _text_head(path, "CSV")
     delimiter = _delimiter(path, start)
+    small = _small_table(path, start, delimiter)
+    if small is not None:
+        return _with_lines(decided(small[0]), _csv_line)
+    import pyarrow as pa
+
     # Mapped, not read into a bytes object: pyarrow parses the page cache in place.
     with pa.memory_map(str(path)) as source:
         table = _csv_table(source, _csv_header(path, start, delimiter), delimiter)
@@ -389,13 +392,16 @@ def csv_columns(path: Path) -> dict[str, Column]:
 def csv_blocks(path: Path) -> Callable[[bool], Iterator[Block]]:
     """The blocks of a CSV/TSV file, as :func:`tracker.readers._table.read_table` reads them:
     the first with the header, the others with its names."""
-    import pyarrow as pa
-    import pyarrow.csv as pc
-
     from tracker.readers._table import Block
 
     start = _text_head(path, "CSV")
     delimiter = _delimiter(path, start)
+    small = _small_table(path, start, delimiter)
+    if small is not None:
+        return lambda _python: iter([Block(small[0], small[1], _csv_line)])
+    import pyarrow as pa
+    import pyarrow.csv as pc
+
     header = _csv_header(path, start, delimiter)
 
     def blocks(_python: bool) -> Iterator[Block]:
@@ -446,10 +452,7 @@ def _csv_header(path: Path, start: bytes, delimiter: str):
 
     import pyarrow.csv as pc
 
-    line = start.split(b"\n", 1)[0] if b"\n" in start else _first_line(path)
-    if line.count(delimiter.encode()) >= MAX_COLUMNS:
-        raise ReaderError(f"{line.count(delimiter.encode()) + 1:,} columns: more than the "
-                          f"{MAX_COLUMNS:,} a log table may have")
+    line = _header_line(path, start, delimiter)
     try:
         line.decode("utf-8")
     except UnicodeDecodeError:
@@ -457,6 +460,23 @@ def _csv_header(path: Path, start: bytes, delimiter: str):
         names = next(csv.reader(io.StringIO(text), delimiter=delimiter))
         return pc.ReadOptions(column_names=names, skip_rows=1)
     return pc.ReadOptions()
+
+
+def _small_table(path: Path, start: bytes, delimiter: str) -> tuple[dict[str, Column], int] | None:
+    """A small plain table parsed without pyarrow (:mod:`tracker.readers._small_csv`), else None."""
+    from tracker.readers._small_csv import small_csv
+
+    _header_line(path, start, delimiter)  # a table too wide is refused first, whatever its size
+    return small_csv(path, delimiter)
+
+
+def _header_line(path: Path, start: bytes, delimiter: str) -> bytes:
+    """The header line, refused with a named error when the table is too wide to be a log."""
+    line = start.split(b"\n", 1)[0] if b"\n" in start else _first_line(path)
+    if line.count(delimiter.encode()) >= MAX_COLUMNS:
+        raise ReaderError(f"{line.count(delimiter.encode()) + 1:,} columns: more than the "
+                          f"{MAX_COLUMNS:,} a log table may have")
+    return line
 
 
 def _first_line(path: Path, limit: int = 64 << 20) -> bytes:

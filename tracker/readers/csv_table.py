@@ -15,30 +15,29 @@ import re
 from pathlib import Path
 
 from core.runlog import RunLog
-from tracker.readers._common import file_run_name, head_text, number
+from tracker.readers._common import file_run_name, number, one_run
+from tracker.readers._sniffing import Confidence, Sample, outranks
 from tracker.readers._table import read_table
 from tracker.readers._tabular import STEP_COLUMNS, csv_blocks
 
-SUFFIXES = (".csv", ".tsv")
 HEAD = 16384
 # TensorBoard's "download CSV" names files run-<run>-tag-<tag>.csv ("/" in tags became "_").
 _TB_EXPORT = re.compile(r"^run[-_](?P<run>.*?)[-_]tag[-_](?P<tag>.+)$")
 _TB_COLUMNS = ["Wall time", "Step", "Value"]
 
 
-def sniff(path: Path) -> float:
-    if path.suffix.lower() not in SUFFIXES:
-        return 0.0
-    text = head_text(path, HEAD)
+def sniff(sample: Sample) -> float:
+    text = sample.text[:HEAD]
     rows = _head_rows(text)
     if not rows and "\n" not in text and max(map(text.count, "\t,;")) > HEAD // 20:
-        return 0.4  # a header longer than the head: read() says how wide it is
+        return Confidence.GENERIC  # a header longer than the head: read() says how wide it is
     if len(rows) < 2 or len(rows[0]) < 2:
-        return 0.0
+        return Confidence.NONE
     if not any(number(cell) is not None for row in rows[1:] for cell in row):
-        return 0.0
+        return Confidence.NONE
     steps = {name.lower() for name in STEP_COLUMNS}
-    return 0.45 if any(cell.strip().lower() in steps for cell in rows[0]) else 0.4
+    named_step = any(cell.strip().lower() in steps for cell in rows[0])
+    return outranks(Confidence.GENERIC) if named_step else Confidence.GENERIC
 
 
 def read(path: Path) -> RunLog:
@@ -61,3 +60,6 @@ def _head_rows(text: str) -> list[list[str]]:
         return []
     delimiter = max("\t,;", key=lines[0].count)
     return list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter))
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

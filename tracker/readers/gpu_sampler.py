@@ -26,7 +26,8 @@ import numpy as np
 
 from core.metrics import MEMORY_UNITS
 from core.runlog import RunLog
-from tracker.readers._common import ReaderError, file_run_name, head, head_text, number
+from tracker.readers._common import ReaderError, file_run_name, head, number, one_run
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._system import Samples, add_samples
 from tracker.readers._tabular import jsonl_rows
 
@@ -51,15 +52,14 @@ _JSON_FIELDS = {"util_pct": "gpu_util_pct", "utilization": "gpu_util_pct",
                 "power_w": "power_w", "temp_c": "temp_c", "temperature": "temp_c"}
 
 
-def sniff(path: Path) -> float:
-    text = head_text(path, 4096)
-    first = text.split("\n", 1)[0]
-    csv_like = path.suffix.lower() in (".csv", ".txt", ".log", "")
+def sniff(sample: Sample) -> float:
+    first = sample.text[:4096].split("\n", 1)[0]
+    csv_like = sample.suffix in (".csv", ".txt", ".log", "")
     if csv_like and "memory.used" in first and "," in first:
-        return 0.9
+        return Confidence.LIKELY
     if first.lstrip().startswith("{") and '"gpus"' in first and "mem" in first:
-        return 0.9
-    return 0.0
+        return Confidence.LIKELY
+    return Confidence.NONE
 
 
 def read(path: Path) -> RunLog:
@@ -194,3 +194,6 @@ def _time(row: dict[str, Any]) -> float:
             except ValueError:
                 pass
     return float("nan")
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

@@ -14,28 +14,27 @@ from pathlib import Path
 
 from core.runlog import CheckpointRef, RunEvent, RunLog
 from core.shape import RunShape
-from tracker.readers._common import ReaderError, head, number, open_regular, parse_json
+from tracker.readers._common import ReaderError, number, one_run, open_regular, parse_json
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._table import Layout, read_table
 from tracker.readers._tabular import json_lines_blocks
-from tracker.readers.crash import oom_event
-from tracker.record.writer import RUN_FILE
 
 SOURCE = "headroom header"
 # Lines carrying these objects are records, not metric rows.
 RECORD_KEYS = (b'"checkpoint"', b'"event"', b'"summary"')
 
 
-def sniff(path: Path) -> float:
-    if path.is_dir():
-        return 0.99 if (path / RUN_FILE).is_file() else 0.0
-    first = head(path, 4096).lstrip().split(b"\n", 1)[0]
-    return 0.99 if first.startswith(b'{"headroom"') else 0.0
+def sniff(sample: Sample) -> float:
+    if sample.is_dir:
+        return Confidence.CERTAIN if _run_file(sample.path).is_file() else Confidence.NONE
+    first = sample.head[:4096].lstrip().split(b"\n", 1)[0]
+    return Confidence.CERTAIN if first.startswith(b'{"headroom"') else Confidence.NONE
 
 
 def read(path: Path) -> RunLog:
     if path.is_dir():
-        run = read(path / RUN_FILE)
-        run.sources = [path / RUN_FILE]
+        run = read(_run_file(path))
+        run.sources = [_run_file(path)]
         return run
     with open_regular(path) as f:
         line = f.readline()
@@ -103,6 +102,14 @@ def _line(data: bytearray, at: int) -> tuple[int, int]:
     return data.rfind(b"\n", 0, at) + 1, len(data) if end < 0 else end
 
 
+def _run_file(folder: Path) -> Path:
+    """The Headroom log in a run folder (the recorders' name for it, imported only here:
+    reading a log file needs none of the recorders)."""
+    from tracker.record.writer import RUN_FILE
+
+    return folder / RUN_FILE
+
+
 def _add_record(run: RunLog, record: dict) -> None:
     step = record.get("step")
     if isinstance(record.get("checkpoint"), dict):
@@ -116,6 +123,8 @@ def _add_record(run: RunLog, record: dict) -> None:
         event = record["event"]
         data = {k: v for k, v in event.items() if k not in ("kind", "message")}
         if event.get("kind") == "oom":  # the recorder keeps torch's message; its sizes are data
+            from tracker.readers.crash import oom_event  # the crash patterns: only for an OOM
+
             data = {**oom_event(str(event.get("message", ""))).data, **data}
         run.events.append(
             RunEvent(str(event.get("kind", "event")), step, str(event.get("message", "")), data,
@@ -138,3 +147,5 @@ def _time(value) -> datetime | None:
     except ValueError:
         return None
 
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

@@ -14,7 +14,8 @@ from typing import Any
 
 from core.hf_config import shape_fields
 from core.runlog import PointTable, RunLog
-from tracker.readers._common import ReaderError, head_text, load_json
+from tracker.readers._common import ReaderError, head_text, load_json, one_run
+from tracker.readers._sniffing import Confidence, Sample
 
 STATE = "trainer_state.json"
 RESULTS = ("all_results.json", "train_results.json", "eval_results.json")
@@ -32,23 +33,22 @@ def is_summary_row(keys: set[str] | dict) -> bool:
     return bool(found) and ("loss" not in keys or bool({"train_loss", "total_flos"} & found))
 
 
-def sniff(path: Path) -> float:
-    if path.is_dir():
+def sniff(sample: Sample) -> float:
+    path = sample.path
+    if sample.is_dir:
         if (path / STATE).is_file() or _latest_checkpoint_state(path) is not None:
-            return 0.95
-        return 0.6 if any((path / name).is_file() for name in RESULTS) else 0.0
+            return Confidence.STRONG
+        return Confidence.WEAK if any((path / name).is_file() for name in RESULTS) else Confidence.NONE
     if path.name == STATE:
-        return 0.95
-    if path.suffix != ".json":
-        return 0.0
-    text = head_text(path, 8192).lstrip()
+        return Confidence.STRONG
+    text = sample.text[:8192].lstrip()
     if '"log_history"' in text:
-        return 0.9
+        return Confidence.LIKELY
     if path.name in RESULTS:
-        return 0.7
+        return Confidence.HINT
     if text.startswith("[") and '"step"' in text and ('"loss"' in text or '"eval_loss"' in text):
-        return 0.6  # a user's dump of trainer.state.log_history
-    return 0.0
+        return Confidence.WEAK  # a user's dump of trainer.state.log_history
+    return Confidence.NONE
 
 
 def read(path: Path) -> RunLog:
@@ -229,3 +229,6 @@ def _run_name(folder: Path) -> str:
     if folder.name.lower() in generic and folder.parent.name:
         return f"{folder.parent.name}/{folder.name}"
     return folder.name
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

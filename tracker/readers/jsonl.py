@@ -10,30 +10,32 @@ own, LLaMA-Factory, ms-swift, W&B history) win their files.
 
 from __future__ import annotations
 
+from fnmatch import fnmatch
 from pathlib import Path
 
 from core.runlog import RunLog
-from tracker.readers._common import ReaderError, file_run_name, flatten, head, number, parse_json
+from tracker.readers import JSON_LINES
+from tracker.readers._common import ReaderError, file_run_name, flatten, number, one_run, parse_json
+from tracker.readers._sniffing import Confidence, Sample, outranks
 from tracker.readers._table import read_table
 from tracker.readers._tabular import STEP_COLUMNS, WALL_COLUMNS, json_lines_blocks
 
-SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 # Other suffixes need this many object lines in the head before the file counts as JSON lines.
 MIN_LINES_OTHERWISE = 2
 _NOT_METRICS = {name.lower() for name in (*STEP_COLUMNS, *WALL_COLUMNS)}
 
 
-def sniff(path: Path) -> float:
-    rows = _head_rows(head(path, 16384))
-    named = path.suffix.lower() in SUFFIXES
+def sniff(sample: Sample) -> float:
+    rows = _head_rows(sample.head[:16384])
+    named = any(fnmatch(sample.name, pattern) for pattern in JSON_LINES)
     if not rows or (not named and len(rows) < MIN_LINES_OTHERWISE):
-        return 0.0
+        return Confidence.NONE
     keys = {key.lower() for row in rows for key, value in flatten(row, sep="/").items()
             if number(value) is not None}
     if not keys - _NOT_METRICS:
-        return 0.0
-    score = 0.45 if named else 0.35
-    return score + 0.05 if keys & {name.lower() for name in STEP_COLUMNS} else score
+        return Confidence.NONE
+    score = Confidence.GENERIC if named else Confidence.FALLBACK
+    return outranks(score) if keys & {name.lower() for name in STEP_COLUMNS} else score
 
 
 def read(path: Path) -> RunLog:
@@ -56,3 +58,6 @@ def _head_rows(data: bytes) -> list[dict]:
             return []
         rows.append(value)
     return rows
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

@@ -19,8 +19,9 @@ import numpy as np
 from core.runlog import RunLog, Series
 from core.train_args import shape_fields
 from tracker.readers import tensorboard
-from tracker.readers._common import ReaderError, head_text, load_yaml
+from tracker.readers._common import ReaderError, head_text, load_yaml, one_run
 from tracker.readers._restarts import Points, untangle
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._tabular import Column, csv_columns
 
 CSV = "metrics.csv"
@@ -28,14 +29,15 @@ HPARAMS = "hparams.yaml"
 _VERSION = re.compile(r"^version_\d+$")
 
 
-def sniff(path: Path) -> float:
-    if path.is_dir():
+def sniff(sample: Sample) -> float:
+    path = sample.path
+    if sample.is_dir:
         if (path / CSV).is_file():
-            return 0.95 if _written_by_lightning(path / CSV) else 0.0
+            return Confidence.STRONG if _written_by_lightning(path / CSV) else Confidence.NONE
         if (path / HPARAMS).is_file() and (_VERSION.match(path.name) or tensorboard.event_files(path)):
-            return 0.9  # outranks the TensorBoard folder reader: hparams.yaml says Lightning
-        return 0.0
-    return 0.9 if path.name == CSV and _written_by_lightning(path) else 0.0
+            return Confidence.LIKELY  # outranks the TensorBoard folder reader: hparams.yaml says Lightning
+        return Confidence.NONE
+    return Confidence.LIKELY if path.name == CSV and _written_by_lightning(path) else Confidence.NONE
 
 
 def _written_by_lightning(csv: Path) -> bool:
@@ -163,3 +165,6 @@ def _nothing_logged(folder: Path) -> str:
         what = f"an empty {HPARAMS}" if empty else HPARAMS
         return f"no metrics: the folder holds only {what} (the run stopped before logging)"
     return f"no metrics: no {CSV} and no TensorBoard events"
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from core.runlog import PointTable, RunLog
-from tracker.readers._common import file_run_name, head, load_yaml
+from tracker.readers._common import file_run_name, load_yaml, one_run
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._tabular import jsonl_rows
 from tracker.readers._trainer_rows import parse_row, trainer_shape
 from tracker.readers.crash import CrashScanner
@@ -28,13 +29,13 @@ RUNNING_LOG = "running_log.txt"
 _TOKEN_METRICS = ("tokens_per_s", "tokens_seen")
 
 
-def sniff(path: Path) -> float:
-    first = head(path, 4096).split(b"\n", 1)[0]
+def sniff(sample: Sample) -> float:
+    first = sample.head[:4096].split(b"\n", 1)[0]
     if not first.lstrip().startswith(b"{"):
-        return 0.0
+        return Confidence.NONE
     if b'"current_steps"' in first and b'"total_steps"' in first:
-        return 0.95 if path.name == LOG else 0.9
-    return 0.0
+        return Confidence.STRONG if sample.path.name == LOG else Confidence.LIKELY
+    return Confidence.NONE
 
 
 def read(path: Path) -> RunLog:
@@ -91,3 +92,6 @@ def _add_crashes(run: RunLog, path: Path) -> None:
         event.step = last
         run.events.append(event)
     run.sources.append(path)
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

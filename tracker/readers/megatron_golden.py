@@ -17,7 +17,8 @@ import numpy as np
 
 from core.metrics import GIB
 from core.runlog import RunLog
-from tracker.readers._common import ReaderError, head_text, load_json, load_yaml
+from tracker.readers._common import ReaderError, load_json, load_yaml, one_run
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers.text.megatron import megatron_shape
 
 CONFIG = "model_config.yaml"
@@ -25,12 +26,10 @@ CONFIG = "model_config.yaml"
 _NAMES = {"mem-allocated-bytes": ("mem_allocated_now_gib", 1 / GIB)}
 
 
-def sniff(path: Path) -> float:
-    if path.suffix != ".json":
-        return 0.0
-    text = head_text(path, 2048)
+def sniff(sample: Sample) -> float:
+    text = sample.text[:2048]
     found = all(key in text for key in ('"start_step"', '"step_interval"', '"values"'))
-    return 0.9 if found else 0.0
+    return Confidence.LIKELY if found else Confidence.NONE
 
 
 def read(path: Path) -> RunLog:
@@ -73,3 +72,6 @@ def _add_config(run: RunLog, path: Path) -> None:
     run.config["args"] = args
     run.shape.update(megatron_shape(args), CONFIG)
     run.sources.append(path)
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

@@ -24,7 +24,8 @@ import numpy as np
 from core.hf_config import shape_fields as arch_fields
 from core.runlog import RunEvent, RunLog
 from core.train_args import shape_fields as args_fields
-from tracker.readers._common import ReaderError, head_text, load_yaml
+from tracker.readers._common import ReaderError, head_text, load_yaml, one_run
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._system import Samples, add_samples
 
 META = "meta.yaml"
@@ -36,12 +37,13 @@ _DEVICE_MB = re.compile(r"^system/gpu_(\d+)_memory_usage_megabytes$")
 MB = 1e6
 
 
-def sniff(path: Path) -> float:
-    if not path.is_dir() or not (path / META).is_file():
-        return 0.0
+def sniff(sample: Sample) -> float:
+    path = sample.path
+    if not sample.is_dir or not (path / META).is_file():
+        return Confidence.NONE
     text = head_text(path / META, 8192)
     is_run = re.search(r"^run_(id|uuid):", text, re.MULTILINE) is not None
-    return 0.95 if is_run and any((path / part).is_dir() for part in PARTS) else 0.0
+    return Confidence.STRONG if is_run and any((path / p).is_dir() for p in PARTS) else Confidence.NONE
 
 
 def read(path: Path) -> RunLog:
@@ -181,3 +183,6 @@ def _iso(when: datetime | None) -> str | None:
 
 def _time(ms: Any) -> datetime | None:
     return datetime.fromtimestamp(ms / 1000.0, UTC) if isinstance(ms, (int, float)) and ms else None
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from core.runlog import PointTable, RunLog
-from tracker.readers._common import ReaderError, file_run_name, head, load_json
+from tracker.readers._common import ReaderError, file_run_name, load_json, one_run
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._tabular import jsonl_rows
 from tracker.readers._trainer_rows import parameter_info, parse_row, trainer_shape
 
@@ -26,11 +27,11 @@ ARGS = "args.json"
 _MARKER = b'"global_step/max_steps"'
 
 
-def sniff(path: Path) -> float:
-    first = head(path, 8192).split(b"\n", 1)[0]
+def sniff(sample: Sample) -> float:
+    first = sample.head[:8192].split(b"\n", 1)[0]
     if first.lstrip().startswith(b"{") and _MARKER in first:
-        return 0.95 if path.name == LOG else 0.9
-    return 0.0
+        return Confidence.STRONG if sample.path.name == LOG else Confidence.LIKELY
+    return Confidence.NONE
 
 
 def read(path: Path) -> RunLog:
@@ -112,3 +113,6 @@ def _configs_beside(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
         if isinstance(config, dict) and ("zero_optimization" in config or "fsdp" in config):
             found.append((path, config))
     return found
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

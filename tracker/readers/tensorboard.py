@@ -34,9 +34,10 @@ import numpy as np
 from core.hf_config import shape_fields as model_fields
 from core.runlog import RunLog, Series
 from core.train_args import shape_fields as args_fields
-from tracker.readers._common import ReaderError, head, open_regular
+from tracker.readers._common import ReaderError, open_regular
 from tracker.readers._restarts import Backs, Points, Rewind, drop_orphans, events, find_resumes
 from tracker.readers._scalar_events import Scalars, decode
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._spool import Builder, Spool
 from tracker.readers._tfrecord import FileRecords
 from tracker.readers.hf_trainer import SUMMARY_KEYS
@@ -48,13 +49,13 @@ HPARAMS_TAG = "_hparams_/session_start_info"
 GENERIC_DIRS = {"tensorboard", "tb", "tb_logs", "tblogs", "logs", "log", "events", "summaries"}
 
 
-def sniff(path: Path) -> float:
-    if path.is_dir():
-        return 0.85 if event_files(path) else 0.0
-    if EVENT_FILE.match(path.name):
-        return 0.95
+def sniff(sample: Sample) -> float:
+    if sample.is_dir:
+        return Confidence.PROBABLE if event_files(sample.path) else Confidence.NONE
+    if EVENT_FILE.match(sample.path.name):
+        return Confidence.STRONG
     # A renamed event file: its first record is the file_version event.
-    return 0.9 if b"brain.Event:" in head(path, 64) else 0.0
+    return Confidence.LIKELY if sample.has_magic(b"brain.Event:") else Confidence.NONE
 
 
 def read_runs(path: Path) -> list[RunLog]:

@@ -29,7 +29,8 @@ from core.hf_config import shape_fields as arch_fields
 from core.metrics import GIB
 from core.runlog import RunEvent, RunLog
 from core.train_args import shape_fields as args_fields
-from tracker.readers._common import ReaderError, head, load_json, load_yaml, number
+from tracker.readers._common import ReaderError, load_json, load_yaml, number, one_run
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._system import Samples, add_samples
 from tracker.readers._table import add_table
 from tracker.readers._tabular import (
@@ -77,20 +78,21 @@ class RunFiles:
         return [p for p in (self.log, self.history, self.summary, self.config, self.metadata) if p]
 
 
-def sniff(path: Path) -> float:
-    if path.is_dir():
+def sniff(sample: Sample) -> float:
+    path = sample.path
+    if sample.is_dir:
         files = locate(path)
         if not (files.log or any(getattr(files, n) for n in ("history", "summary", "metadata"))):
-            return 0.0
+            return Confidence.NONE
         named = RUN_DIR.match(path.name) or path.name in ("latest-run", "files")
         if not named and len(list(path.glob("*.wandb"))) > 1:
-            return 0.0  # a folder of collected logs: each file is its own run
-        return 0.95 if named else 0.85
+            return Confidence.NONE  # a folder of collected logs: each file is its own run
+        return Confidence.STRONG if named else Confidence.PROBABLE
     if path.name in MARKERS:
-        return 0.9
-    if path.suffix == ".wandb" and is_wandb_log(head(path, 16)):
-        return 0.95
-    return 0.0
+        return Confidence.LIKELY
+    if path.suffix == ".wandb" and is_wandb_log(sample.head[:16]):
+        return Confidence.STRONG
+    return Confidence.NONE
 
 
 def locate(path: Path) -> RunFiles:
@@ -322,3 +324,6 @@ def _folder_name(root: Path) -> str:
 
 def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+read_runs = one_run(read)  # the reader interface (tracker.readers)

@@ -17,6 +17,7 @@ import numpy as np
 
 from core.runlog import RunLog
 from tracker.readers._common import ReaderError, head_text
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._table import add_table
 from tracker.readers._tabular import Column, csv_columns
 
@@ -26,14 +27,11 @@ BOUNDS = ("__MIN", "__MAX")
 INTERNAL = {"_step", "_runtime", "_timestamp"}
 
 
-def sniff(path: Path) -> float:
-    if path.suffix.lower() != ".csv":
-        return 0.0
-    header = _header(head_text(path, 8192))
-    cells = header[1:]
+def sniff(sample: Sample) -> float:
+    cells = _header(sample.text[:8192])[1:]
     if not cells or not all(SEPARATOR in cell for cell in cells):
-        return 0.0
-    return 0.85 if any(cell.endswith(BOUNDS) for cell in cells) else 0.6
+        return Confidence.NONE
+    return Confidence.PROBABLE if any(cell.endswith(BOUNDS) for cell in cells) else Confidence.WEAK
 
 
 def read_runs(path: Path) -> list[RunLog]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tracker.ingest import ingest
-from tracker.readers import _tabular, best_reader, csv_table, jsonl
+from tracker.readers import Sample, _tabular, best_reader, csv_table, jsonl
 from tracker.readers._tabular import NO_STEP
 
 MS_SWIFT = "jsonl/ms_swift/fyh2001__megatron-sft-recipes__run_mbs1_ga8_gbs32_offload/logging.jsonl"
@@ -44,7 +44,7 @@ def write_lines(path, rows, tail: str = "") -> None:
 @pytest.mark.parametrize("name", [MS_SWIFT, LLAMA_FACTORY])
 def test_specific_jsonl_formats_can_outrank_the_generic_reader(corpus, name):
     path = corpus / name
-    assert 0.3 <= jsonl.sniff(path) <= 0.5
+    assert 0.3 <= jsonl.sniff(Sample(path)) <= 0.5
     run = jsonl.read(path)  # still readable by the fallback, every line kept
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert len(run.series["loss"]) == sum("loss" in row for row in lines)
@@ -55,7 +55,7 @@ def test_lightning_metrics_csv_as_a_generic_table(corpus, name):
     import pandas as pd
 
     path = corpus / name
-    assert csv_table.sniff(path) <= 0.45 and best_reader(path).name != "csv"
+    assert csv_table.sniff(Sample(path)) <= 0.45 and best_reader(path).name != "csv"
     run = csv_table.read(path)
     frame = pd.read_csv(path)
     for column in frame.columns.drop("step"):
@@ -148,14 +148,14 @@ def test_non_utf8_bytes_do_not_stop_a_file(store, tmp_path):
 def test_json_lines_without_numbers_are_not_claimed(tmp_path):
     path = tmp_path / "events.jsonl"
     write_lines(path, [{"event": "start", "step": 1}, {"event": "stop", "step": 2}])
-    assert jsonl.sniff(path) == 0.0
+    assert jsonl.sniff(Sample(path)) == 0.0
 
 
 @pytest.mark.usefixtures("both_parsers")
 def test_single_object_json_files_are_not_json_lines(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"hidden_size": 64, "num_layers": 2}))
-    assert jsonl.sniff(path) == 0.0
+    assert jsonl.sniff(Sample(path)) == 0.0
 
 
 # CSV / TSV

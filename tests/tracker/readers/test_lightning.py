@@ -10,7 +10,7 @@ import pytest
 
 from tests.producers import train_lightning
 from tracker.ingest import ingest
-from tracker.readers import ReaderError, best_reader
+from tracker.readers import ReaderError, Sample, best_reader
 from tracker.readers import lightning as pl
 
 LOGS = "lightning_logs"
@@ -147,6 +147,6 @@ def test_header_without_rows(tmp_path):
 
 def test_plain_metrics_csv_is_left_to_the_generic_reader(tmp_path):
     (tmp_path / "metrics.csv").write_text("step,loss\n1,2.0\n2,1.9\n")
-    assert pl.sniff(tmp_path / "metrics.csv") == 0.0 and pl.sniff(tmp_path) == 0.0
+    assert pl.sniff(Sample(tmp_path / "metrics.csv")) == 0.0 and pl.sniff(Sample(tmp_path)) == 0.0
     (tmp_path / "hparams.yaml").write_text("lr: 0.1\n")  # ... unless Lightning's files are beside it
-    assert pl.sniff(tmp_path / "metrics.csv") == 0.9 and pl.sniff(tmp_path) == 0.95
+    assert pl.sniff(Sample(tmp_path / "metrics.csv")) == 0.9 and pl.sniff(Sample(tmp_path)) == 0.95

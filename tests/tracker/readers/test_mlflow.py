@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tracker.ingest import ingest
-from tracker.readers import best_reader, mlflow_dir
+from tracker.readers import Sample, best_reader, mlflow_dir
 
 CORPUS_RUN = "mlflow/10tanmay100__DEEPCNNCLASSIFIER/mlruns/0/cb0096518b0e4c66a94428555f05420b"
 
@@ -54,7 +54,7 @@ def test_corpus_params_and_tags_are_kept(corpus):
 def test_only_run_folders_are_claimed(corpus):
     root = corpus / CORPUS_RUN
     assert best_reader(root).name == "mlflow"
-    assert mlflow_dir.sniff(root.parent) == 0.0 and mlflow_dir.sniff(root.parents[1]) == 0.0
+    assert mlflow_dir.sniff(Sample(root.parent)) == 0.0 and mlflow_dir.sniff(Sample(root.parents[1])) == 0.0
 
 
 @pytest.mark.slow

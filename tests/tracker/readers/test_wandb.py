@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tracker.ingest import ingest
-from tracker.readers import best_reader, wandb_dir, wandb_export
+from tracker.readers import Sample, best_reader, wandb_dir, wandb_export
 from tracker.readers._common import ReaderError
 from tracker.readers._wandb_log import INSTALL_HINT, records
 
@@ -96,7 +96,7 @@ def test_run_files_are_claimed_by_the_wandb_reader(corpus):
     assert best_reader(files).name == WANDB
     assert best_reader(files / "wandb-summary.json").name == WANDB
     assert best_reader(corpus / WANDB / NANOGPT / "run-kt2awly2.wandb").name == WANDB
-    assert wandb_dir.sniff(corpus / WANDB) == 0.0  # the folder of runs is walked, not claimed
+    assert wandb_dir.sniff(Sample(corpus / WANDB)) == 0.0  # the folder of runs is walked, not claimed
 
 
 @pytest.mark.slow
@@ -183,7 +183,7 @@ def test_without_wandb_installed_the_log_is_named_as_unreadable(tmp_path, offlin
 def test_binary_junk_named_wandb_is_not_claimed(store, tmp_path):
     junk = tmp_path / "run-abc.wandb"
     junk.write_bytes(os.urandom(4096))
-    assert wandb_dir.sniff(junk) == 0.0
+    assert wandb_dir.sniff(Sample(junk)) == 0.0
     assert ingest(store, [junk]).results[0].status == "error"
 
 

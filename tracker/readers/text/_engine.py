@@ -14,32 +14,24 @@ which is how an OOM at start-up shows).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from core.runlog import RunEvent, RunLog
 from tracker.readers._common import ReaderError, file_run_name, head, looks_binary
+from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers.crash import CrashScanner
-from tracker.readers.text._lines import Line, lines, split_line
+from tracker.readers.text._lines import Line, lines
 from tracker.readers.text._runs import RunsBuilder
 from tracker.readers.text._values import stamp_time
 
-SAMPLE_HEAD = 256 * 1024
-SAMPLE_TAIL = 64 * 1024
 # A wrapped record is joined with at most this many following lines.
 MAX_JOINS = 4
 # Terminal copies sometimes pad a wrapped word with spaces ("MemA          llocated").
 _PADDING = re.compile(r"(?<=\w) {2,}(?=\w)")
-
-# Documents, code and configs quote log lines (a README, a notebook) but are not console logs
-# (configs are read by the readers that own them; tracker.readers.LOG_PATTERNS says what a log is).
-NOT_LOGS = {".md", ".markdown", ".rst", ".html", ".htm", ".tex", ".py", ".ipynb", ".sh", ".yaml",
-            ".yml", ".toml"}
 
 
 @dataclass(frozen=True)
@@ -82,12 +74,10 @@ class Dialect:
     signatures: tuple[tuple[re.Pattern[str], float], ...]
     finish: Callable[[Context], None] | None = None  # after the last line
 
-    def sniff(self, path: Path) -> float:
+    def sniff(self, sample: Sample) -> float:
         """The best confidence among the signatures found in the file's head and tail."""
-        if path.is_dir() or path.suffix.lower() in NOT_LOGS:
-            return 0.0
-        texts = sample(path)
-        best = 0.0
+        texts = sample.lines
+        best = Confidence.NONE
         for pattern, confidence in self.signatures:
             if confidence > best and any(pattern.search(text) for text in texts):
                 best = confidence
@@ -200,28 +190,3 @@ class _Pass:
         key = (data.get("gpu"), data.get("tried_gib")) if event.kind == "oom" else data.get("type")
         self.ctx.runs.event(event.kind, event.message, data, step=step, wall=self.ctx.wall(),
                             key=key if key is not None else event.message)
-
-
-def sample(path: Path) -> tuple[str, ...]:
-    """Cleaned lines of the head and tail of a text file, for sniffing (cached per file state)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ()
-    return _sample(str(path), st.st_size, st.st_mtime_ns)
-
-
-@lru_cache(maxsize=8)
-def _sample(path: str, size: int, mtime: int) -> tuple[str, ...]:
-    with open(path, "rb") as f:
-        data = f.read(SAMPLE_HEAD)
-        if looks_binary(data[:4096]):
-            return ()
-        if size > SAMPLE_HEAD + SAMPLE_TAIL:
-            f.seek(size - SAMPLE_TAIL)
-            tail = f.read(SAMPLE_TAIL)
-            data = data[: data.rfind(b"\n") + 1] + tail[tail.find(b"\n") + 1:]
-    texts = []
-    for raw in data.decode("utf-8", errors="replace").splitlines():
-        texts.extend(text for text, _, _ in split_line(raw) if text.strip())
-    return tuple(texts)

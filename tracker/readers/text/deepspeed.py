@@ -22,6 +22,7 @@ import json
 import re
 
 from core.dist_config import deepspeed_fields
+from tracker.readers._sniffing import Confidence
 from tracker.readers.text import _devices
 from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._lines import Line
@@ -198,10 +199,10 @@ DIALECT = Dialect(
     framework="deepspeed",
     rules=RULES,
     signatures=(
-        (re.compile(r"\bstep=\d+, skipped=\d+, lr=\["), 0.9),
-        (re.compile(r"global_step=\d+, RunningAvgSamplesPerSec="), 0.9),
-        (re.compile(r"\bMA [\d.]+ GB\s+Max_MA [\d.]+ GB"), 0.6),
-        (re.compile(r"DeepSpeedEngine configuration:"), 0.6),
+        (re.compile(r"\bstep=\d+, skipped=\d+, lr=\["), Confidence.LIKELY),
+        (re.compile(r"global_step=\d+, RunningAvgSamplesPerSec="), Confidence.LIKELY),
+        (re.compile(r"\bMA [\d.]+ GB\s+Max_MA [\d.]+ GB"), Confidence.WEAK),
+        (re.compile(r"DeepSpeedEngine configuration:"), Confidence.WEAK),
     ),
 )
 

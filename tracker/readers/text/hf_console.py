@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from tracker.readers._sniffing import Confidence, outranks
 from tracker.readers._trainer_rows import Row, parameter_info, parse_row, trainer_shape
 from tracker.readers.text import _devices, deepspeed
 from tracker.readers.text._engine import Context, Dialect, Rule
@@ -235,9 +236,9 @@ DIALECT = Dialect(
     rules=RULES,
     signatures=(
         # Above DeepSpeed's progress lines: an HF run with DeepSpeed logs its rows here.
-        (re.compile(r"\{'(?:loss|eval_loss|train_runtime)': '?[-\d.]"), 0.92),
-        (re.compile(r"\{'(?:learning_rate|grad_norm|epoch)': '?[-\d.].*'loss'"), 0.91),
-        (re.compile(r"\*{5} Running training \*{5}"), 0.6),
+        (re.compile(r"\{'(?:loss|eval_loss|train_runtime)': '?[-\d.]"), outranks(Confidence.LIKELY, 2)),
+        (re.compile(r"\{'(?:learning_rate|grad_norm|epoch)': '?[-\d.].*'loss'"), outranks(Confidence.LIKELY)),
+        (re.compile(r"\*{5} Running training \*{5}"), Confidence.WEAK),
     ),
     finish=_finish,
 )

@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 
 from core.runlog import RunLog
-from tracker.readers.text._engine import Context, Dialect, Rule, sample
+from tracker.readers._sniffing import Confidence, Sample
+from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._values import NUM, num
 
 _MARKER = re.compile(
@@ -27,8 +28,6 @@ _PAIR = re.compile(
     rf"(?P<key>[A-Za-z][A-Za-z0-9_ ./()-]{{0,40}}?)\s*(?::|=)\s*"
     rf"(?P<value>{NUM})(?P<unit>s|ms|%)?(?![\w.:/])"
 )
-# Structured files have readers of their own; code and configs are not logs.
-_NOT_CONSOLE = (".json", ".jsonl", ".csv", ".tsv", ".yaml", ".yml", ".py", ".toml")
 _TQDM = ("it/s]", "s/it]", "it/s,", "s/it,", "%|")
 # Markers counted this many distinct times make a file a log, not a config of key: value lines.
 MIN_MARKERS = 3
@@ -68,20 +67,19 @@ RULES = (Rule("", re.compile(r"(?::|=)\s*[-+.\d]|^\W*(?:epoch|step|iter)", re.IG
 DIALECT = Dialect(name="console", framework="script", rules=RULES, signatures=())
 
 
-def sniff(path: Path) -> float:
+def sniff(sample: Sample) -> float:
     """Low confidence, and only for logs with several step markers and pairs."""
-    if path.is_dir() or path.suffix.lower() in _NOT_CONSOLE:
-        return 0.0
     markers = set()
     pairs = 0
-    for text in sample(path):
+    for text in sample.lines:
         if any(noise in text for noise in _TQDM):
             continue
         marker = _MARKER.match(text)
         if marker is not None:
             markers.add(int(marker["n"]))
         pairs += bool(_PAIR.search(text))
-    return 0.35 if len(markers) >= MIN_MARKERS and pairs >= MIN_MARKERS else 0.0
+    enough = len(markers) >= MIN_MARKERS and pairs >= MIN_MARKERS
+    return Confidence.FALLBACK if enough else Confidence.NONE
 
 
 def read_runs(path: Path) -> list[RunLog]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from core.metrics import GIB
 from core.train_args import shape_fields
+from tracker.readers._sniffing import Confidence, outranks
 from tracker.readers.text import _devices, deepspeed
 from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._lines import Line
@@ -239,10 +240,10 @@ DIALECT = Dialect(
     framework="megatron-lm",
     rules=RULES,
     signatures=(
-        (re.compile(r"\biteration\s+\d+/\s*\d+ \| consumed samples:"), 0.97),
-        (re.compile(r"\[Rank \d+\] \(after \d+ iterations\) memory \((?:MB|GB)\)"), 0.95),
-        (re.compile(r"-{8,} arguments -{8,}"), 0.9),
-        (re.compile(r"Theoretical memory footprints"), 0.9),
+        (re.compile(r"\biteration\s+\d+/\s*\d+ \| consumed samples:"), outranks(Confidence.STRONG, 2)),
+        (re.compile(r"\[Rank \d+\] \(after \d+ iterations\) memory \((?:MB|GB)\)"), Confidence.STRONG),
+        (re.compile(r"-{8,} arguments -{8,}"), Confidence.LIKELY),
+        (re.compile(r"Theoretical memory footprints"), Confidence.LIKELY),
     ),
     finish=_finish,
 )

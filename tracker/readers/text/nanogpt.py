@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from tracker.readers._sniffing import Confidence
 from tracker.readers.text import _devices
 from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._values import NUM, num
@@ -128,11 +129,11 @@ DIALECT = Dialect(
     framework="nanogpt",
     rules=RULES,
     signatures=(
-        (_ITER, 0.95),
-        (_EVAL, 0.9),
-        (re.compile(r"^s:\d+ t[re]l:[\d.]+"), 0.9),
-        (re.compile(r"^step:\d+/\d+ (?:val_loss:[\d.]+ )?train_time:\d+ms step_avg:"), 0.9),
-        (_LLMC_CONSOLE, 0.9),
+        (_ITER, Confidence.STRONG),
+        (_EVAL, Confidence.LIKELY),
+        (re.compile(r"^s:\d+ t[re]l:[\d.]+"), Confidence.LIKELY),
+        (re.compile(r"^step:\d+/\d+ (?:val_loss:[\d.]+ )?train_time:\d+ms step_avg:"), Confidence.LIKELY),
+        (_LLMC_CONSOLE, Confidence.LIKELY),
     ),
 )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from core.hf_config import shape_fields
+from tracker.readers._sniffing import Confidence
 from tracker.readers.text import _devices
 from tracker.readers.text._engine import Context, Dialect, Rule
 from tracker.readers.text._values import NUM, num
@@ -116,9 +117,9 @@ DIALECT = Dialect(
     rules=RULES,
     signatures=(
         (re.compile(r"\bstep:\s*\d+\s+loss:\s*[\d.]+\s+(?:grad_norm:\s*[\d.]+\s+)?memory:\s*[\d.]+GiB"),
-         0.95),
-        (re.compile(r"\bstep:\s*\d+\s+loss:\s*[\d.]+\s+.*\b[tw]ps:\s*[\d,]+"), 0.9),
-        (re.compile(r"^\[titan\]|Starting job: .*training"), 0.7),
+         Confidence.STRONG),
+        (re.compile(r"\bstep:\s*\d+\s+loss:\s*[\d.]+\s+.*\b[tw]ps:\s*[\d,]+"), Confidence.LIKELY),
+        (re.compile(r"^\[titan\]|Starting job: .*training"), Confidence.HINT),
     ),
 )
 
