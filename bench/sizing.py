@@ -67,6 +67,7 @@ class Row:
     status: str = SCORED
     spec: ModelSpec | None = None
     setup: Setup | None = None
+    config: dict | None = None  # the HF config of a [models.NAME] table
 
     @property
     def scored(self) -> bool:
@@ -114,6 +115,7 @@ def _row(index: int, r: dict, tables: dict, parser: argparse.ArgumentParser) -> 
         row.status = f"rejected: {err}"
     else:
         row.spec, row.setup = spec, setup
+        row.config = tables[r["model"]]["config"] if r["model"] in tables else None
     return row
 
 
@@ -147,7 +149,7 @@ def simulated(row: Row, _: dict[str, Calibration]) -> float | None:
     if row.counter != "allocated":
         return None
     try:
-        found = simulate(row.spec, row.setup).allocated
+        found = simulate(row.spec, row.setup, config=row.config).allocated
     except SimulationError:
         return None
     return (found + estimate(row.spec, row.setup).breakdown["overhead"]) / GIB

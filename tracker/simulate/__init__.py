@@ -53,8 +53,13 @@ class Simulation:
 
 
 def simulate(spec: ModelSpec, setup: Setup, progress: Progress | None = None,
-             cancelled: Callable[[], bool] | None = None) -> Simulation:
-    """Simulate one step of ``setup`` on ``spec`` (raises SimulationError where it cannot)."""
+             cancelled: Callable[[], bool] | None = None,
+             config: dict | None = None) -> Simulation:
+    """Simulate one step of ``setup`` on ``spec`` (raises SimulationError where it cannot).
+
+    ``config``: the Hugging Face config ``spec`` was made from, when the caller holds it
+    (a spec from a preset or a ``config.json`` path finds its own).
+    """
     from tracker.simulate.config import max_positions, model_config, stacks
     from tracker.simulate.extrapolate import extrapolate, variants
     from tracker.simulate.step import measure
@@ -62,7 +67,7 @@ def simulate(spec: ModelSpec, setup: Setup, progress: Progress | None = None,
     check(spec, setup)
     _supported(setup)
     started = time.perf_counter()
-    config = model_config(spec)
+    config = model_config(spec, config)
     limit = max_positions(config)
     if limit and setup.seq_len > limit:
         raise SimulationError(f"{spec.name} has learned positions for {limit:,} tokens; "

@@ -30,13 +30,13 @@ def quantized_linear_class():
         """A frozen linear stored as bitsandbytes stores it; PEFT wraps it like any Linear."""
 
         def __init__(self, base: torch.nn.Module, bits: int, double_quant: bool,
-                     compute_dtype: torch.dtype) -> None:
+                     compute_dtype: torch.dtype, saves_input: bool = True) -> None:
             torch.nn.Module.__init__(self)
             if isinstance(base, torch.nn.Linear):
                 self.in_features, self.out_features = base.in_features, base.out_features
             else:  # transformers' Conv1D (GPT-2) stores its weight as (in, out)
                 self.in_features, self.out_features = base.weight.shape
-            self.bits, self.compute_dtype = bits, compute_dtype
+            self.bits, self.compute_dtype, self.saves_input = bits, compute_dtype, saves_input
             n = self.in_features * self.out_features
             device = base.weight.device
             packed = math.ceil(n * bits / 8)
@@ -48,6 +48,10 @@ def quantized_linear_class():
                 self.register_buffer(name, tensor)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.project(x)
+
+        def project(self, x: torch.Tensor) -> torch.Tensor:
+            """The layer applied outside the module's hooks (a loss calling the head per chunk)."""
             out_dtype = x.dtype
             x = x.to(self.compute_dtype)  # bitsandbytes' Linear4bit casts its input
             return _MatMul.apply(x, self).to(out_dtype)
@@ -64,7 +68,8 @@ def quantized_linear_class():
         @staticmethod
         def forward(ctx, x, layer):
             ctx.layer = layer
-            ctx.save_for_backward(x)  # MatMul4Bit keeps A whatever is frozen
+            # MatMul4Bit keeps A whatever is frozen (bitsandbytes < 0.43.2); torchao's NF4 does not
+            ctx.save_for_backward(x if layer.saves_input else x.new_empty(0))
             weight = layer.dequantize(x.dtype)
             return torch.nn.functional.linear(
                 x, weight, None if layer.bias is None else layer.bias.to(x.dtype))
