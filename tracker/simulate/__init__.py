@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.memory import GIB, ModelSpec, Setup, check
+from core.memory.precision import PAGED
 
 Progress = Callable[[int, int, str], None]
 
@@ -153,9 +154,10 @@ def _notes(spec: ModelSpec, setup: Setup, stack_list, plan, measured) -> list[st
                      "the shared masks are built once per step")
     if setup.layout.n_gpus > 1:
         notes.append("one data-parallel replica simulated; DDP's gradient buckets are analytical")
-    if setup.optimizer == "paged-adamw-8bit":
-        notes.append("paged 8-bit Adam keeps its state in CUDA unified memory, outside "
-                     "PyTorch's allocated counter; counted here")
+    if setup.optimizer in PAGED:
+        notes.append("the paged optimizer keeps the state of tensors of 100,000 elements or "
+                     "more in CUDA unified memory, outside PyTorch's allocated counter: not "
+                     "counted here")
     if setup.framework != "hf":
         notes.append(f"simulates the Hugging Face implementation, not {setup.framework}'s")
     for m in measured[:1]:

@@ -9,7 +9,8 @@ to the compute dtype, and its autograd function keeps the input for backward
 (``MatMul4Bit`` stores ``ctx.tensors = (A, B)``). 8-bit Adam keeps two
 uint8 moments with one fp32 absmax per 256 values, and 32-bit moments for
 tensors under 4,096 elements (bitsandbytes' ``min_8bit_size``); its update is
-one fused kernel, so it allocates nothing while stepping.
+one fused kernel, so it allocates nothing while stepping. Paged optimizers
+keep large tensors' state in unified memory, which PyTorch does not count.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ NF4_BLOCK = 64
 NESTED_BLOCK = 256
 ADAM8_BLOCK = 256
 MIN_8BIT_SIZE = 4096
+PAGED_MIN = 100_000  # bitsandbytes pages the state of tensors from 1e5 elements
 
 
 def quantized_linear_class():
@@ -96,30 +98,35 @@ def _constants(n: int, bits: int, double_quant: bool, device) -> dict:
                                          device=device)}
 
 
-def adam8bit_class():
-    """bitsandbytes' AdamW8bit by its memory (built lazily: it subclasses torch.optim)."""
+def adam_bnb_class():
+    """bitsandbytes' AdamW (8-bit or 32-bit, paged or not) by its memory (built lazily: it
+    subclasses torch.optim). A paged optimizer allocates the state of a tensor of
+    ``PAGED_MIN`` elements or more in CUDA unified memory (``get_state_buffer``), outside
+    PyTorch's allocator and its counters; smaller tensors' state is ordinary device memory."""
     import torch
 
-    class AdamW8bit(torch.optim.Optimizer):
-        def __init__(self, params, lr: float = 1e-4) -> None:
+    class AdamWBnb(torch.optim.Optimizer):
+        def __init__(self, params, bits: int = 8, paged: bool = False, lr: float = 1e-4) -> None:
             super().__init__(params, {"lr": lr})
+            self.bits, self.paged = bits, paged
 
         @torch.no_grad()
         def step(self, closure=None):
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is not None and not self.state[p]:
-                        self.state[p].update(_adam8_state(p))
+                        outside = self.paged and p.numel() >= PAGED_MIN
+                        self.state[p].update({} if outside else _adam_state(p, self.bits))
             return None  # one fused kernel per tensor: it updates in place
 
-    return AdamW8bit
+    return AdamWBnb
 
 
-def _adam8_state(p) -> dict:
+def _adam_state(p, bits: int) -> dict:
     import torch
 
     n = p.numel()
-    if n < MIN_8BIT_SIZE:
+    if bits == 32 or n < MIN_8BIT_SIZE:
         return {"state1": torch.zeros_like(p, dtype=torch.float32),
                 "state2": torch.zeros_like(p, dtype=torch.float32)}
     blocks = math.ceil(n / ADAM8_BLOCK)

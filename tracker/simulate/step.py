@@ -102,12 +102,13 @@ def _inputs(config: dict[str, Any], setup: Setup) -> dict[str, Any]:
 def _optimizer(params: list, setup: Setup):
     import torch
 
-    from tracker.simulate.quantized import adam8bit_class
+    from tracker.simulate.quantized import adam_bnb_class
 
     if setup.optimizer == "adamw":  # transformers' default since torch 2.8: adamw_torch_fused
         return torch.optim.AdamW(params, lr=1e-4, fused=True)
-    if setup.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
-        return adam8bit_class()(params)
+    if setup.optimizer in ("adamw-8bit", "paged-adamw-8bit", "paged-adamw"):
+        return adam_bnb_class()(params, bits=32 if setup.optimizer == "paged-adamw" else 8,
+                                paged=setup.optimizer.startswith("paged"))
     if setup.optimizer in ("sgd", "sgd-momentum"):
         return torch.optim.SGD(params, lr=1e-3, momentum=0.9 if setup.optimizer != "sgd" else 0.0)
     if setup.optimizer == "adafactor":  # as the HF Trainer sets it up
