@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.calibration import Calibration, Sample, held_out_fit  # noqa: E402
 from core.gpus import catalog  # noqa: E402
-from core.memory import GIB, ModelSpec, Setup, check, estimate  # noqa: E402
+from core.memory import GIB, ModelSpec, Setup, check, estimate, model_states  # noqa: E402
 from core.models import spec_from_config  # noqa: E402
 from core.planner import plan  # noqa: E402
 from tracker.cli import common_options, size  # noqa: E402
@@ -67,6 +67,7 @@ class Row:
     status: str = SCORED
     spec: ModelSpec | None = None
     setup: Setup | None = None
+    config: dict | None = None  # the HF config of a [models.NAME] table
 
     @property
     def scored(self) -> bool:
@@ -114,6 +115,7 @@ def _row(index: int, r: dict, tables: dict, parser: argparse.ArgumentParser) -> 
         row.status = f"rejected: {err}"
     else:
         row.spec, row.setup = spec, setup
+        row.config = tables[r["model"]]["config"] if r["model"] in tables else None
     return row
 
 
@@ -147,7 +149,7 @@ def simulated(row: Row, _: dict[str, Calibration]) -> float | None:
     if row.counter != "allocated":
         return None
     try:
-        found = simulate(row.spec, row.setup).allocated
+        found = simulate(row.spec, row.setup, config=row.config).allocated
     except SimulationError:
         return None
     return (found + estimate(row.spec, row.setup).breakdown["overhead"]) / GIB
@@ -289,7 +291,7 @@ def report(rows: list[Row], fits: dict[str, Calibration]) -> dict[str, dict[int,
         ids = [r.index for r in scored if r.setup.method == method]
         print(_line(f"  {method} ({len(ids)})", ids, table))
     _overall(rows, table)
-    _simulated(table)
+    _simulated(rows, table)
     return table
 
 
@@ -310,13 +312,32 @@ def _counts(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def _simulated(table: dict[str, dict[int, float]]) -> None:
+def _simulated(rows: list[Row], table: dict[str, dict[int, float]]) -> None:
     if "simulated" not in table:
         return
     ids = list(table["simulated"])
     print(f"Simulated step on the {len(ids)} one-GPU rows that read the allocated counter and "
           f"that it can run: {_cell(list(table['simulated'].values()))}; analytical on the same "
           f"rows {_cell([table['Headroom'][i] for i in ids])}")
+    below = [r.index for r in rows if r.index in table["simulated"] and below_states(r)]
+    if below:
+        rest = [i for i in ids if i not in below]
+        print(f"  {len(below)} of them (rows {', '.join(map(str, below))}) published a peak below "
+              "the stated setup's own weights, gradients and optimizer state, which no step of "
+              f"that setup can reach; on the other {len(rest)}: simulated "
+              f"{_cell([table['simulated'][i] for i in rest])}, analytical "
+              f"{_cell([table['Headroom'][i] for i in rest])}")
+    for source in dict.fromkeys(r.source for r in rows if r.index in table["simulated"]):
+        own = [r.index for r in rows if r.source == source and r.index in table["simulated"]
+               and r.index not in below]
+        print(f"  {source} ({len(own)}): simulated {_cell([table['simulated'][i] for i in own])}")
+
+
+def below_states(row: Row) -> bool:
+    """The published peak is below what the stated setup keeps for its whole run (weights,
+    gradients, optimizer state): the row's facts contradict its figure."""
+    states = sum(model_states(row.spec, row.setup).values()) / GIB
+    return row.counter == "allocated" and row.peak_gib < states
 
 
 def _overall(rows: list[Row], table: dict[str, dict[int, float]]) -> None:

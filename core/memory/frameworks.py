@@ -38,6 +38,12 @@ class Framework:
     zero_bucket: int | None = None  # ZeRO reduce bucket (elements); None: hidden_size squared
     nf4_saves_input: bool = True  # 4-bit base matmuls keep their input (bitsandbytes < 0.43.2)
     fp32_quantized_embedding: bool = False  # a quantised model's embedding kept in fp32
+    # What its own model code and loop do that transformers' would not (the simulated step
+    # follows them; see tracker/simulate):
+    quantized_autocast: bool = True  # QLoRA steps under autocast (HF Trainer's bf16=True)
+    quantizes_head: bool = False  # bitsandbytes swaps the output layer too
+    unties_embeddings: bool = False  # its model has its own output layer (a tied one is copied)
+    loss_chunk_tokens: int = 0  # head and loss per chunk of tokens, no upcast, logits kept
     # Run-shape facts its logs leave unsaid only when they hold their default: Megatron prints
     # every argument, and nanoGPT has no LoRA, checkpointing or offload to state.
     unsaid: Mapping[str, Any] = field(default_factory=dict)
@@ -78,7 +84,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "chunked NLL loss (256-token chunks, checkpointed: no b x s x vocab tensor); "
                 "QLoRA adapters cast to bf16"),
     Framework(
-        "torchtune", "torchtune", nf4_saves_input=False,
+        "torchtune", "torchtune", nf4_saves_input=False, quantized_autocast=False,
         knobs=frozenset({"activation_offload"}),
         defaults={"precision": "bf16", "adapter_fp32": False, "recompute": "full",
                   "loss": "chunked"},
@@ -94,7 +100,13 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "bf16; fp32 gradients; selective activation checkpointing; full fp32 logits; "
                 "logs the reserved counter"),
     Framework(
+        # Lightning Fabric's bitsandbytes plugin swaps every nn.Linear (the head too) and runs
+        # forward under a default-dtype context, not autocast; LitGPT's GPT keeps wte and lm_head
+        # apart (convert_hf_checkpoint copies a tied embedding) and its loop calls the head and
+        # chunked_cross_entropy per 128 tokens in bf16, holding the logits until backward ends.
         "litgpt", "LitGPT", mixed_keeps_fp32_base=True, fp32_quantized_embedding=True,
+        quantized_autocast=False, quantizes_head=True, unties_embeddings=True,
+        loss_chunk_tokens=128,
         knobs=frozenset(),
         defaults={"precision": "bf16", "adapter_fp32": False, "loss": "chunked"},
         by_method=_frozen(qlora={"optimizer": "paged-adamw"}),

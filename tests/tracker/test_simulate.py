@@ -54,8 +54,11 @@ def _peak(spec, setup: Setup, fake: bool = True) -> float:
     ({**GPT2, "attn_pdrop": 0.0}, Setup(precision="bf16", seq_len=64)),
     (LLAMA, Setup(method="qlora", precision="nf4", seq_len=64, recompute="full")),
     (LLAMA, Setup(method="lora", seq_len=64, loss="chunked")),
+    ({**LLAMA, "tie_word_embeddings": True},
+     Setup(method="qlora", precision="nf4", seq_len=64, framework="litgpt", loss="chunked",
+           adapter_fp32=False, optimizer="paged-adamw")),
 ], ids=["llama-full", "llama-lora-eager-accum", "gpt2-bf16", "llama-qlora-recompute",
-        "llama-lora-chunked-loss"])
+        "llama-lora-chunked-loss", "llama-qlora-litgpt"])
 def test_fake_tensors_count_what_a_real_cpu_step_allocates(config, setup, tmp_path):
     """The same step really run on CPU tensors allocates what the fake one counts.
 
@@ -120,3 +123,40 @@ def test_size_simulate_json_and_text(capsys):
 def test_gib_figures_round_trip():
     result = simulate(preset("gpt2"), Setup(precision="bf16", seq_len=128))
     assert result.as_dict()["allocated_gib"] == round(result.allocated / GIB, 3)
+
+
+NEOX = {"model_type": "gpt_neox", "hidden_size": 128, "intermediate_size": 512,
+        "num_hidden_layers": 3, "num_attention_heads": 4, "vocab_size": 1024,
+        "hidden_act": "gelu", "tie_word_embeddings": False}
+FALCON = {"model_type": "falcon", "hidden_size": 128, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "vocab_size": 1024, "multi_query": True,
+          "new_decoder_architecture": False}
+INFER_BF16 = Setup(method="inference", precision="bf16", optimizer="none", seq_len=32)
+
+
+def _parameter_bytes(spec, setup: Setup, config: dict | None = None) -> float:
+    return simulate(spec, setup, config=config).breakdown["parameters"]
+
+
+def test_the_config_a_spec_was_made_from_is_the_model_built():
+    """A spec with no preset or file behind it is built from the config the caller holds (a
+    GPT-NeoX block: two MLP matrices, a fused QKV), not as a Llama of the same sizes."""
+    spec = spec_from_config(NEOX, "tiny-neox", None, "")
+    built = _parameter_bytes(spec, INFER_BF16, NEOX)
+    assert built == pytest.approx(2 * spec.total_params, rel=0.02)
+    assert _parameter_bytes(spec, INFER_BF16) > 1.1 * built  # the Llama stand-in
+
+
+def test_bitsandbytes_storage_replaces_linear_subclasses():
+    """Falcon's blocks use FalconLinear, an nn.Linear subclass, which bitsandbytes swaps too."""
+    spec = spec_from_config(FALCON, "tiny-falcon", None, "")
+    nf4 = INFER_BF16.but(precision="nf4")
+    assert _parameter_bytes(spec, nf4, FALCON) < 0.6 * _parameter_bytes(spec, INFER_BF16, FALCON)
+
+
+def test_litgpt_keeps_its_own_output_layer(tmp_path):
+    """LitGPT's GPT has an lm_head apart from its embedding; a tied checkpoint's is copied."""
+    spec = _spec(GPT2, tmp_path)
+    hf = _parameter_bytes(spec, INFER_BF16)
+    litgpt = _parameter_bytes(spec, INFER_BF16.but(framework="litgpt"))
+    assert litgpt - hf == pytest.approx(GPT2["vocab_size"] * GPT2["n_embd"] * 2, abs=1024)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.memory import GIB, ModelSpec, Setup, check
+from core.memory.precision import PAGED
 
 Progress = Callable[[int, int, str], None]
 
@@ -53,8 +54,13 @@ class Simulation:
 
 
 def simulate(spec: ModelSpec, setup: Setup, progress: Progress | None = None,
-             cancelled: Callable[[], bool] | None = None) -> Simulation:
-    """Simulate one step of ``setup`` on ``spec`` (raises SimulationError where it cannot)."""
+             cancelled: Callable[[], bool] | None = None,
+             config: dict | None = None) -> Simulation:
+    """Simulate one step of ``setup`` on ``spec`` (raises SimulationError where it cannot).
+
+    ``config``: the Hugging Face config ``spec`` was made from, when the caller holds it
+    (a spec from a preset or a ``config.json`` path finds its own).
+    """
     from tracker.simulate.config import max_positions, model_config, stacks
     from tracker.simulate.extrapolate import extrapolate, variants
     from tracker.simulate.step import measure
@@ -62,7 +68,7 @@ def simulate(spec: ModelSpec, setup: Setup, progress: Progress | None = None,
     check(spec, setup)
     _supported(setup)
     started = time.perf_counter()
-    config = model_config(spec)
+    config = model_config(spec, config)
     limit = max_positions(config)
     if limit and setup.seq_len > limit:
         raise SimulationError(f"{spec.name} has learned positions for {limit:,} tokens; "
@@ -148,9 +154,10 @@ def _notes(spec: ModelSpec, setup: Setup, stack_list, plan, measured) -> list[st
                      "the shared masks are built once per step")
     if setup.layout.n_gpus > 1:
         notes.append("one data-parallel replica simulated; DDP's gradient buckets are analytical")
-    if setup.optimizer == "paged-adamw-8bit":
-        notes.append("paged 8-bit Adam keeps its state in CUDA unified memory, outside "
-                     "PyTorch's allocated counter; counted here")
+    if setup.optimizer in PAGED:
+        notes.append("the paged optimizer keeps the state of tensors of 100,000 elements or "
+                     "more in CUDA unified memory, outside PyTorch's allocated counter: not "
+                     "counted here")
     if setup.framework != "hf":
         notes.append(f"simulates the Hugging Face implementation, not {setup.framework}'s")
     for m in measured[:1]:

@@ -16,15 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.memory import Setup
+from core.memory.frameworks import framework as framework_preset
 from tracker.simulate.config import ENCODER_DECODER, Stack
 
 ENCODER_ONLY = ("bert", "roberta")
 LORA_DROPOUT = 0.05  # PEFT recipes' usual value when dropout is on
 # Module names PEFT adapts for "qv" and "attention", across the families' spellings.
-_QV = r"(q_proj|v_proj|q_b_proj|kv_b_proj|qkv_proj|c_attn|query|value|SelfAttention\.[qv]|" \
-      r"EncDecAttention\.[qv])"
+_QV = r"(q_proj|v_proj|q_b_proj|kv_b_proj|qkv_proj|c_attn|query_key_value|query|value|" \
+      r"SelfAttention\.[qv]|EncDecAttention\.[qv])"
 _ATTENTION = r"(q_proj|k_proj|v_proj|o_proj|qkv_proj|q_a_proj|q_b_proj|kv_a_proj_with_mqa|" \
-             r"kv_b_proj|self_attn\.dense|c_attn|attn\.c_proj|query|key|value|" \
+             r"kv_b_proj|self_attn\.dense|attention\.dense|self_attention\.dense|c_attn|" \
+             r"attn\.c_proj|query_key_value|query|key|value|" \
              r"attention\.output\.dense|(SelfAttention|EncDecAttention)\.[qkvo])"
 _TARGETS = {"qv": _QV, "attention": _ATTENTION}
 
@@ -48,13 +50,20 @@ def build(config: dict[str, Any], setup: Setup, stacks: list[Stack], fake_mode) 
     import torch
 
     notes: list[str] = []
+    preset = framework_preset(setup.framework)
+    if preset.unties_embeddings:
+        config = {**config, "tie_word_embeddings": False}
     with torch.device("meta"):
         model = _from_config(config, setup, notes)
+    if not preset.hf_modules:
+        _fused_activations(model)
     _cast(model, _base_dtype(setup))
     if setup.method == "qlora" or (setup.method == "inference" and setup.precision in ("nf4", "int8")):
         _quantize(model, setup)
     if setup.method in ("lora", "qlora"):
         model = _lora(model, setup, notes)
+        if not setup.adapter_fp32:  # torchtune, LitGPT: adapters in the compute dtype
+            _cast_adapters(model, _base_dtype(setup))
     if setup.training:
         model.train()
         if setup.recompute == "full":
@@ -88,6 +97,19 @@ def _from_config(config: dict[str, Any], setup: Setup, notes: list[str]):
     except ValueError:  # the family has no SDPA path in transformers (Gemma 2)
         notes.append(f"{kind} has no SDPA attention in transformers; simulated with eager attention")
         return auto.from_config(hf, attn_implementation="eager")
+
+
+def _fused_activations(model) -> None:
+    """transformers writes the tanh GELU (GPT-2, Phi, GPT-J) as five tensor ops, each keeping
+    its input; frameworks with their own model code (LitGPT's ``F.gelu(approximate="tanh")``,
+    Megatron, torchtitan) call the fused kernel, which keeps the input alone."""
+    import torch
+    from transformers.activations import NewGELUActivation
+
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, NewGELUActivation):
+                setattr(parent, name, torch.nn.GELU(approximate="tanh"))
 
 
 def _base_dtype(setup: Setup):
@@ -126,6 +148,8 @@ def _autocast(setup: Setup):
     import torch
 
     if setup.method == "qlora":
+        if not framework_preset(setup.framework).quantized_autocast:
+            return None
         return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(setup.compute_dtype)
     if setup.training and setup.precision.startswith("mixed-"):
         return torch.bfloat16 if setup.precision == "mixed-bf16" else torch.float16
@@ -139,17 +163,20 @@ def _quantize(model, setup: Setup) -> None:
     from tracker.simulate.quantized import quantized_linear_class
 
     cls = quantized_linear_class()
+    preset = framework_preset(setup.framework)
     bits = 8 if setup.precision == "int8" else 4
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
         setup.compute_dtype]
     from transformers.pytorch_utils import Conv1D
 
-    head, kept = model.get_output_embeddings(), _kept(model)
+    head = None if preset.quantizes_head else model.get_output_embeddings()
+    kept, saves = _kept(model), preset.nf4_saves_input or bits == 8
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if (type(child) is torch.nn.Linear or isinstance(child, Conv1D)) \
+            # subclasses too (Falcon's FalconLinear): bitsandbytes swaps every nn.Linear
+            if isinstance(child, (torch.nn.Linear, Conv1D)) and not isinstance(child, cls) \
                     and child is not head and name not in kept:
-                setattr(parent, name, cls(child, bits, setup.double_quant, dtype))
+                setattr(parent, name, cls(child, bits, setup.double_quant, dtype, saves))
 
 
 def _lora(model, setup: Setup, notes: list[str]):
@@ -163,14 +190,22 @@ def _lora(model, setup: Setup, notes: list[str]):
     lora = LoraConfig(r=setup.lora_rank, lora_alpha=2 * setup.lora_rank, target_modules=targets,
                       lora_dropout=dropout)
     try:  # PEFT's defaults: adapters in fp32 over a 16-bit base
-        return get_peft_model(copy.deepcopy(model) if dropout else model, lora)
+        return get_peft_model(copy.deepcopy(model) if dropout else model, lora,
+                              autocast_adapter_dtype=setup.adapter_fp32)
     except ValueError as err:  # PEFT adapts fused MoE experts as parameters, without dropout
         if not dropout or "lora_dropout" not in str(err):
             raise
     notes.append("PEFT adapts fused MoE expert weights without dropout; simulated with LoRA "
                  "dropout 0")
     lora.lora_dropout = 0.0
-    return get_peft_model(model, lora)
+    return get_peft_model(model, lora, autocast_adapter_dtype=setup.adapter_fp32)
+
+
+def _cast_adapters(model, dtype) -> None:
+    """Adapters in ``dtype``: PEFT keeps them in fp32 over a quantised base whatever it is told."""
+    for name, param in model.named_parameters():
+        if "lora_" in name and param.dtype != dtype:
+            param.data = param.data.to(dtype)
 
 
 def _base(model):

@@ -57,9 +57,10 @@ def base_config(spec: ModelSpec) -> dict[str, Any]:
     return _llama_like(spec)
 
 
-def model_config(spec: ModelSpec) -> dict[str, Any]:
-    """The config to build: the base, the user's overrides, and training defaults."""
-    config = base_config(spec)
+def model_config(spec: ModelSpec, base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The config to build: ``base`` (the HF config the spec was made from, when the caller
+    holds it) or :func:`base_config`'s, the user's overrides, and training defaults."""
+    config = dict(base) if base is not None else base_config(spec)
     built = spec_from_config(config, spec.name, None, "")
     for field in _OVERRIDABLE:
         wanted = getattr(spec, field)

@@ -1,5 +1,5 @@
 """Losses that replace the model's own: Liger-Kernel's fused linear cross-entropy (HF's
-``use_liger_kernel``) by its memory, and torchtune's / LitGPT's chunked cross-entropy.
+``use_liger_kernel``) by its memory, torchtune's chunked cross-entropy and LitGPT's.
 
 Liger never builds the b x s x vocab logits: in forward it walks the tokens
 in chunks of about ``b·s·hidden / vocab``, computes each chunk's logits,
@@ -21,7 +21,7 @@ def fused_linear_cross_entropy(hidden, weight, labels):
 
 
 def chunked_cross_entropy(hidden, head, labels, chunks: int):
-    """torchtune's and LitGPT's loss: the output layer and an upcast cross-entropy applied to
+    """torchtune's loss: the output layer and an upcast cross-entropy applied to
     ``chunks`` slices of the sequence, so no fp32 b x s x vocab tensor is ever whole."""
     import torch.nn.functional as F
 
@@ -30,6 +30,19 @@ def chunked_cross_entropy(hidden, head, labels, chunks: int):
     total = sum(F.cross_entropy(part.float().flatten(0, 1), target.flatten(), reduction="sum")
                 for part, target in zip(logits, labels.chunk(chunks, dim=1), strict=True))
     return total / labels.numel()
+
+
+def per_chunk_cross_entropy(hidden, head, labels, tokens: int):
+    """LitGPT's loss: its loop calls the head on ``tokens``-token slices (``lm_head_chunk_size``)
+    and ``chunked_cross_entropy`` on each in the compute dtype, without an upcast. Returns the
+    loss and the logits, which the loop's ``logits`` variable holds until backward ends."""
+    import torch.nn.functional as F
+
+    project = getattr(head, "project", None) or (lambda part: F.linear(part, head.weight, head.bias))
+    logits = [project(part) for part in hidden.split(tokens, dim=1)]
+    total = sum(F.cross_entropy(part.flatten(0, 1), target.flatten(), reduction="sum")
+                for part, target in zip(logits, labels.split(tokens, dim=1), strict=True))
+    return total / labels.numel(), logits
 
 
 def _chunk(tokens: int, vocab: int, hidden: int) -> int:

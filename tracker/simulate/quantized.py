@@ -9,7 +9,8 @@ to the compute dtype, and its autograd function keeps the input for backward
 (``MatMul4Bit`` stores ``ctx.tensors = (A, B)``). 8-bit Adam keeps two
 uint8 moments with one fp32 absmax per 256 values, and 32-bit moments for
 tensors under 4,096 elements (bitsandbytes' ``min_8bit_size``); its update is
-one fused kernel, so it allocates nothing while stepping.
+one fused kernel, so it allocates nothing while stepping. Paged optimizers
+keep large tensors' state in unified memory, which PyTorch does not count.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ NF4_BLOCK = 64
 NESTED_BLOCK = 256
 ADAM8_BLOCK = 256
 MIN_8BIT_SIZE = 4096
+PAGED_MIN = 100_000  # bitsandbytes pages the state of tensors from 1e5 elements
 
 
 def quantized_linear_class():
@@ -30,13 +32,13 @@ def quantized_linear_class():
         """A frozen linear stored as bitsandbytes stores it; PEFT wraps it like any Linear."""
 
         def __init__(self, base: torch.nn.Module, bits: int, double_quant: bool,
-                     compute_dtype: torch.dtype) -> None:
+                     compute_dtype: torch.dtype, saves_input: bool = True) -> None:
             torch.nn.Module.__init__(self)
             if isinstance(base, torch.nn.Linear):
                 self.in_features, self.out_features = base.in_features, base.out_features
             else:  # transformers' Conv1D (GPT-2) stores its weight as (in, out)
                 self.in_features, self.out_features = base.weight.shape
-            self.bits, self.compute_dtype = bits, compute_dtype
+            self.bits, self.compute_dtype, self.saves_input = bits, compute_dtype, saves_input
             n = self.in_features * self.out_features
             device = base.weight.device
             packed = math.ceil(n * bits / 8)
@@ -48,6 +50,10 @@ def quantized_linear_class():
                 self.register_buffer(name, tensor)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.project(x)
+
+        def project(self, x: torch.Tensor) -> torch.Tensor:
+            """The layer applied outside the module's hooks (a loss calling the head per chunk)."""
             out_dtype = x.dtype
             x = x.to(self.compute_dtype)  # bitsandbytes' Linear4bit casts its input
             return _MatMul.apply(x, self).to(out_dtype)
@@ -64,7 +70,8 @@ def quantized_linear_class():
         @staticmethod
         def forward(ctx, x, layer):
             ctx.layer = layer
-            ctx.save_for_backward(x)  # MatMul4Bit keeps A whatever is frozen
+            # MatMul4Bit keeps A whatever is frozen (bitsandbytes < 0.43.2); torchao's NF4 does not
+            ctx.save_for_backward(x if layer.saves_input else x.new_empty(0))
             weight = layer.dequantize(x.dtype)
             return torch.nn.functional.linear(
                 x, weight, None if layer.bias is None else layer.bias.to(x.dtype))
@@ -91,30 +98,35 @@ def _constants(n: int, bits: int, double_quant: bool, device) -> dict:
                                          device=device)}
 
 
-def adam8bit_class():
-    """bitsandbytes' AdamW8bit by its memory (built lazily: it subclasses torch.optim)."""
+def adam_bnb_class():
+    """bitsandbytes' AdamW (8-bit or 32-bit, paged or not) by its memory (built lazily: it
+    subclasses torch.optim). A paged optimizer allocates the state of a tensor of
+    ``PAGED_MIN`` elements or more in CUDA unified memory (``get_state_buffer``), outside
+    PyTorch's allocator and its counters; smaller tensors' state is ordinary device memory."""
     import torch
 
-    class AdamW8bit(torch.optim.Optimizer):
-        def __init__(self, params, lr: float = 1e-4) -> None:
+    class AdamWBnb(torch.optim.Optimizer):
+        def __init__(self, params, bits: int = 8, paged: bool = False, lr: float = 1e-4) -> None:
             super().__init__(params, {"lr": lr})
+            self.bits, self.paged = bits, paged
 
         @torch.no_grad()
         def step(self, closure=None):
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is not None and not self.state[p]:
-                        self.state[p].update(_adam8_state(p))
+                        outside = self.paged and p.numel() >= PAGED_MIN
+                        self.state[p].update({} if outside else _adam_state(p, self.bits))
             return None  # one fused kernel per tensor: it updates in place
 
-    return AdamW8bit
+    return AdamWBnb
 
 
-def _adam8_state(p) -> dict:
+def _adam_state(p, bits: int) -> dict:
     import torch
 
     n = p.numel()
-    if n < MIN_8BIT_SIZE:
+    if bits == 32 or n < MIN_8BIT_SIZE:
         return {"state1": torch.zeros_like(p, dtype=torch.float32),
                 "state2": torch.zeros_like(p, dtype=torch.float32)}
     blocks = math.ceil(n / ADAM8_BLOCK)

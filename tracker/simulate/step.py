@@ -53,7 +53,9 @@ def measure(config: dict[str, Any], setup: Setup, stacks: list[Stack],
                 _first_step(built.trainable(), optimizer)
             tracker = tracker_class()(built.model, built.layers, _roles(short), _final(short))
             tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
-            tracker.track_external(built.model, *(o for o in [optimizer] if o), *tensors)
+            # a head the loss applies itself is no longer the model's: track its weight too
+            tracker.track_external(built.model, *(m for m in (built.head, optimizer) if m),
+                                   *tensors)
             with tracker:
                 if setup.training:
                     _train(built, setup, inputs, optimizer, tracker)
@@ -100,12 +102,13 @@ def _inputs(config: dict[str, Any], setup: Setup) -> dict[str, Any]:
 def _optimizer(params: list, setup: Setup):
     import torch
 
-    from tracker.simulate.quantized import adam8bit_class
+    from tracker.simulate.quantized import adam_bnb_class
 
     if setup.optimizer == "adamw":  # transformers' default since torch 2.8: adamw_torch_fused
         return torch.optim.AdamW(params, lr=1e-4, fused=True)
-    if setup.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
-        return adam8bit_class()(params)
+    if setup.optimizer in ("adamw-8bit", "paged-adamw-8bit", "paged-adamw"):
+        return adam_bnb_class()(params, bits=32 if setup.optimizer == "paged-adamw" else 8,
+                                paged=setup.optimizer.startswith("paged"))
     if setup.optimizer in ("sgd", "sgd-momentum"):
         return torch.optim.SGD(params, lr=1e-3, momentum=0.9 if setup.optimizer != "sgd" else 0.0)
     if setup.optimizer == "adafactor":  # as the HF Trainer sets it up
@@ -126,26 +129,38 @@ def _first_step(params: list, optimizer) -> None:
 
 
 def _train(built, setup: Setup, inputs: dict[str, Any], optimizer, tracker) -> None:
-    from core.memory.activations import LOSS_CHUNKS
-    from tracker.simulate.loss import chunked_cross_entropy, fused_linear_cross_entropy
-
     for micro in range(min(setup.grad_accum, 2)):
         tracker.next_micro_step(micro)
         with _autocast(built.autocast):
-            if built.head is None:
-                loss = built.model(**inputs).loss
-            else:
-                kwargs = {k: v for k, v in inputs.items() if k != "labels"}
-                hidden = built.model(**kwargs).logits
-                loss = (fused_linear_cross_entropy(hidden, built.head.weight, inputs["labels"])
-                        if setup.loss == "fused" else
-                        chunked_cross_entropy(hidden, built.head, inputs["labels"], LOSS_CHUNKS))
+            loss, held = _loss(built, setup, inputs)
         loss.backward()
-        del loss
+        del loss, held
     tracker.micro = 0
     if optimizer is not None:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
+
+def _loss(built, setup: Setup, inputs: dict[str, Any]) -> tuple[Any, Any]:
+    """The loss, and what the training loop holds beside it through backward."""
+    from core.memory.activations import LOSS_CHUNKS
+    from core.memory.frameworks import framework
+    from tracker.simulate.loss import (
+        chunked_cross_entropy,
+        fused_linear_cross_entropy,
+        per_chunk_cross_entropy,
+    )
+
+    if built.head is None:
+        return built.model(**inputs).loss, None
+    kwargs = {k: v for k, v in inputs.items() if k != "labels"}
+    hidden, labels = built.model(**kwargs).logits, inputs["labels"]
+    tokens = framework(setup.framework).loss_chunk_tokens
+    if setup.loss == "fused":
+        return fused_linear_cross_entropy(hidden, built.head.weight, labels), None
+    if tokens:
+        return per_chunk_cross_entropy(hidden, built.head, labels, tokens)
+    return chunked_cross_entropy(hidden, built.head, labels, LOSS_CHUNKS), None
 
 
 def _infer(built, config: dict[str, Any], inputs: dict[str, Any]) -> None:
