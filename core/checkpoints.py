@@ -19,12 +19,13 @@ import numpy as np
 
 from core.metrics import canonical
 from core.runlog import Series
+from core.status import CheckpointStatus
 
 PARTS = ("model", "optimizer", "scheduler", "rng", "scaler", "trainer_state")
 # What a resume cannot do without: the rest (RNG, scaler) only changes the details.
 REQUIRED = ("model", "optimizer", "scheduler", "trainer_state")
 # Files present, though Git-LFS pointers stand in for the large ones.
-PRESENT = ("ok", "lfs")
+PRESENT = (CheckpointStatus.OK, CheckpointStatus.LFS)
 
 # What goes wrong when a part is missing (the seed article's two resume traps, and the rest).
 MISSING_WARNINGS = {
@@ -50,9 +51,7 @@ class Checkpoint:
     step: int | None = None
     # Framework layout: hf, lightning, torch, deepspeed, torchtitan, dcp, megatron.
     kind: str = "unknown"
-    # ok; lfs (Git-LFS pointer files); missing (a log names it, the files are gone);
-    # unreadable; deleted (moved to the trash by a retention plan).
-    status: str = "ok"
+    status: CheckpointStatus = CheckpointStatus.OK
     has: dict[str, bool | None] = field(default_factory=lambda: dict.fromkeys(PARTS))
     weights: str | None = None  # "full" or "adapter" when known
     epoch: float | None = None
@@ -98,7 +97,7 @@ class Checkpoint:
         out = [MISSING_WARNINGS[part] for part in self.missing()]
         if self.weights == "adapter":
             out.append(ADAPTER_WARNING)
-        if self.status == "lfs":
+        if self.status == CheckpointStatus.LFS:
             out.append(LFS_WARNING)
         return out + [w for w in self.warnings if w not in out]
 
@@ -174,7 +173,7 @@ def ranked(
     """Checkpoints with a value for ``metric``, best first (ties: the later step first)."""
     if metric is None or mode not in ("min", "max"):
         return []
-    scored = [c for c in checkpoints if c.link_to is None and c.status != "deleted"
+    scored = [c for c in checkpoints if c.link_to is None and c.status != CheckpointStatus.DELETED
               and value(c, metric) is not None]
     sign = 1.0 if mode == "min" else -1.0
     return sorted(scored, key=lambda c: (sign * value(c, metric), -(c.step or 0)))

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.checkpoints import Checkpoint, latest, newest_first, ranked
+from core.status import CheckpointStatus
 
 
 class RetentionError(ValueError):
@@ -49,14 +50,14 @@ def plan(
     if keep_best < 0 or keep_latest < 0:
         raise RetentionError("keep counts cannot be negative")
     top = ranked(checkpoints, metric, mode)
-    if not top and keep_best > 0 and any(c.status == "ok" for c in checkpoints):
+    if not top and keep_best > 0 and any(c.status == CheckpointStatus.OK for c in checkpoints):
         raise RetentionError(f"no checkpoint has a value for {metric or 'the metric'} "
                              f"({mode or 'mode unknown'}), so none can be called best; "
                              "choose a metric and mode first")
     reasons = _reasons(checkpoints, top, keep_best, keep_latest, metric, protected or {})
     result = RetentionPlan()
     for c in newest_first(checkpoints) + [c for c in checkpoints if c.link_to]:
-        if c.status != "ok":
+        if c.status != CheckpointStatus.OK:
             continue
         why = reasons.get(c.path, [])
         if why:

@@ -1,4 +1,6 @@
-"""A run's status: what its log states, and whether a silent run has died.
+"""Statuses every layer names the same way: a run's, an ingested file's, a checkpoint's.
+
+A run's status is what its log states, and whether a silent run has died.
 
 Logs say "finished" or "crashed" when they record an end; a run whose log
 stops growing without one is "crashed?" once it has been silent longer than
@@ -18,6 +20,28 @@ class RunStatus(StrEnum):
     CRASHED = "crashed"
     STALE = "crashed?"  # silent for longer than the stale time, with no recorded end
     UNKNOWN = "unknown"
+
+
+class IngestStatus(StrEnum):
+    """What an ingest did with one file or folder."""
+
+    INGESTED = "ingested"
+    UPDATED = "updated"  # a run already stored grew, or its log was re-read
+    DUPLICATE = "duplicate"  # its content is stored already
+    SKIPPED = "skipped"  # looks like a log, but no reader claims it
+    IGNORED = "ignored"  # not a log at all (a config, a README)
+    ERROR = "error"
+
+
+class CheckpointStatus(StrEnum):
+    """Where a checkpoint stands on disk."""
+
+    OK = "ok"
+    LFS = "lfs"  # Git-LFS pointer files, not the weights
+    MISSING = "missing"  # a log names it; the files are gone
+    UNREADABLE = "unreadable"
+    DELETED = "deleted"  # moved to the trash by a retention plan
+    LOGGED = "logged"  # stored from a log before any scan looked for it
 
 
 STALE_AFTER_S = 600.0  # a running run silent this long is shown as "crashed?"

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from core.runlog import RunLog
+from core.status import IngestStatus
 from tracker import jobs
 from tracker.db import jobs as parts_store
 from tracker.db import runs as run_store
@@ -35,7 +36,7 @@ CancelFn = Callable[[], bool]
 
 # Folders that never hold a user's run logs.
 SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", ".git", ".venv", "venv", ".hg", ".svn"}
-STATUSES = ("ingested", "updated", "duplicate", "skipped", "error")
+STATUSES = tuple(s for s in IngestStatus if s is not IngestStatus.IGNORED)
 NO_METRICS = "no metrics in this run: it is stored, but there is nothing to plot"
 
 
@@ -44,7 +45,7 @@ class FileResult:
     """What happened to one file or run folder."""
 
     path: str
-    status: str
+    status: IngestStatus
     reason: str = ""
     format: str | None = None
     run_id: int | None = None
@@ -66,7 +67,7 @@ class IngestReport:
     @property
     def ok(self) -> bool:
         """True when nothing failed (duplicates and skips are fine)."""
-        return not any(r.status == "error" for r in self.results)
+        return not any(r.status == IngestStatus.ERROR for r in self.results)
 
     def counts(self) -> dict[str, int]:
         return {s: sum(r.status == s for r in self.results) for s in STATUSES}
@@ -116,9 +117,9 @@ def ingest(
         for result in _ingest_unit(store, unit, refresh):
             if result.format is not None:
                 log_folders.add(unit.path.parent)
-            if result.status == "ignored":
+            if result.status == IngestStatus.IGNORED:
                 report.ignored += 1
-            elif result.status == "skipped" and result.format is None:
+            elif result.status == IngestStatus.SKIPPED and result.format is None:
                 unread.append((unit, result))
             else:
                 report.results.append(result)
@@ -158,7 +159,7 @@ def _discover(paths: list[Path], report: IngestReport) -> list[_Unit]:
     for path in paths:
         path = Path(os.path.abspath(path.expanduser()))
         if not path.exists():
-            report.results.append(FileResult(str(path), "error", "no such file or folder"))
+            report.results.append(FileResult(str(path), IngestStatus.ERROR, "no such file or folder"))
         elif path.is_dir():
             _walk(path, units, seen, report, explicit=True)
         else:
@@ -170,10 +171,12 @@ def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, exp
     try:
         st = folder.stat()
     except OSError as err:
-        report.results.append(FileResult(str(folder), "error", f"cannot open folder: {err.strerror}"))
+        reason = f"cannot open folder: {err.strerror}"
+        report.results.append(FileResult(str(folder), IngestStatus.ERROR, reason))
         return
     if (st.st_dev, st.st_ino) in seen:
-        report.results.append(FileResult(str(folder), "skipped", "folder already visited (symlink loop)"))
+        reason = "folder already visited (symlink loop)"
+        report.results.append(FileResult(str(folder), IngestStatus.SKIPPED, reason))
         return
     seen.add((st.st_dev, st.st_ino))
     reader = _folder_reader(folder, report)
@@ -183,7 +186,8 @@ def _walk(folder: Path, units: list[_Unit], seen: set, report: IngestReport, exp
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as err:
-        report.results.append(FileResult(str(folder), "error", f"cannot list folder: {err.strerror}"))
+        reason = f"cannot list folder: {err.strerror}"
+        report.results.append(FileResult(str(folder), IngestStatus.ERROR, reason))
         return
     for entry in entries:
         path = Path(entry.path)
@@ -203,11 +207,11 @@ def _folder_reader(folder: Path, report: IngestReport) -> Reader | None:
     except Exception as err:  # a reader bug must not stop the walk
         log.debug("choosing a reader for %s failed", folder, exc_info=True)
         reason = f"could not sniff the folder ({describe(err)})"
-        report.results.append(FileResult(str(folder), "error", reason))
+        report.results.append(FileResult(str(folder), IngestStatus.ERROR, reason))
         return None
     if reader is None and sample.failures:
         reason = "; ".join(sample.failures) + ": its files are read one by one"
-        report.results.append(FileResult(str(folder), "skipped", reason))
+        report.results.append(FileResult(str(folder), IngestStatus.SKIPPED, reason))
     return reader if reader is not None and reader.accepts_directories else None
 
 
@@ -224,7 +228,7 @@ def _alias(entry: os.DirEntry) -> bool:
 
 def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileResult]:
     path = unit.path
-    result = FileResult(str(path), "error")
+    result = FileResult(str(path), IngestStatus.ERROR)
     refused = _refused(path)
     if refused:
         return [_quiet(unit, result, refused)]
@@ -240,7 +244,7 @@ def _ingest_unit(store: Store, unit: _Unit, refresh: bool = False) -> list[FileR
             return [_quiet(unit, result, f"unrecognised format (tried: {labels()}){failed}")]
         result.format = reader.name
         if not refresh and _unchanged(store, path):
-            result.status, result.reason = "duplicate", "unchanged since last ingest"
+            result.status, result.reason = IngestStatus.DUPLICATE, "unchanged since last ingest"
             return [result]
         logs, before = _read_hashing(reader, path) if path.is_file() else (reader.read(path), None)
         return [_store_log(store, path, log, before, len(logs) > 1, refresh) for log in logs]
@@ -273,7 +277,7 @@ def _quiet(unit: _Unit, result: FileResult, reason: str) -> FileResult:
     """An unreadable file met in a folder walk is a skip, unless it looks like a log."""
     result.reason = reason
     if not unit.explicit:
-        result.status = "skipped" if looks_like_log(unit.path) else "ignored"
+        result.status = IngestStatus.SKIPPED if looks_like_log(unit.path) else IngestStatus.IGNORED
     return result
 
 
@@ -284,7 +288,7 @@ def _store_log(
     sources = before or _stat_sources(log.sources)
     source_key = str(path) + (f"#{log.key}" if keyed or log.key else "")
     content_key = _content_hash(path, sources) + (f"#{log.key}" if log.key else "")
-    result = FileResult(str(path), "ingested", format=log.format, run_name=log.name,
+    result = FileResult(str(path), IngestStatus.INGESTED, format=log.format, run_name=log.name,
                         warnings=list(log.warnings))
     if not log.series:
         result.warnings.append(NO_METRICS)
@@ -298,7 +302,7 @@ def _store_log(
             if part is not None:
                 result.points = jobs.update_part(s, part, log, sources, content_key)
                 result.run_id, result.run_name = part.run_id, run_store.name_of(s, part.run_id)
-                result.status = "updated"
+                result.status = IngestStatus.UPDATED
                 result.reason = f"part of run {part.run_id}: {result.points} new points"
                 return result
             run_id, points = run_store.save(
@@ -307,16 +311,16 @@ def _store_log(
             enrich(s, run_id, path, log)
             result.run_id, result.points = run_id, points
             if existing is not None:
-                result.status = "updated"
+                result.status = IngestStatus.UPDATED
                 result.reason = f"{points} new points" if points else "metadata updated"
                 jobs.diagnose_if_joined(s, run_id)
             else:
                 _join(s, result)
     except AlreadyStored:
         # Another process stored the same content between our check and our insert.
-        result.status, result.reason = "duplicate", "stored concurrently by another ingest"
+        result.status, result.reason = IngestStatus.DUPLICATE, "stored concurrently by another ingest"
     except StorageError as err:
-        result.status, result.reason = "error", _db_reason(err)
+        result.status, result.reason = IngestStatus.ERROR, _db_reason(err)
     return result
 
 
@@ -324,7 +328,7 @@ def _known_content(session, result: FileResult, owner: tuple[int, str], existing
                    sources: list[SourceStat]) -> FileResult:
     """The content is stored already: this very log unchanged, or a copy of another."""
     run_id, where = owner
-    result.status, result.run_id = "duplicate", run_id
+    result.status, result.run_id = IngestStatus.DUPLICATE, run_id
     result.run_name = run_store.name_of(session, run_id)
     mine = (existing is not None and existing.id == run_id) or (
         part is not None and part.run_id == run_id)

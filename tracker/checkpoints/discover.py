@@ -19,6 +19,7 @@ from pathlib import Path
 
 from core.checkpoints import Checkpoint
 from core.runlog import CheckpointRef
+from core.status import CheckpointStatus
 from tracker.checkpoints import files, folders
 from tracker.checkpoints.parts import as_step, new, step_from_name
 from tracker.readers._common import flatten
@@ -105,7 +106,7 @@ def inspect_one(reader: Reader, path: Path) -> Checkpoint | None:
         return reader(path)
     except Exception as err:  # one hostile file must not cost the run its other checkpoints
         ckpt = new(path, _kind_from_name(path))
-        ckpt.status = "unreadable"
+        ckpt.status = CheckpointStatus.UNREADABLE
         first = str(err).splitlines()[0][:160] if str(err) else ""
         ckpt.warnings.append(f"{path.name}: could not be inspected ({type(err).__name__}"
                              f"{': ' + first if first else ''})")
@@ -127,7 +128,7 @@ def _add_undecodable(found: dict[str, Checkpoint], path: Path) -> None:
         return
     shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
     ckpt = new(Path(shown), _kind_from_name(path))
-    ckpt.status = "unreadable"
+    ckpt.status = CheckpointStatus.UNREADABLE
     ckpt.warnings.append(f"{Path(shown).name}: the file name is not valid UTF-8; rename it to "
                          "inspect or delete it here")
     found[shown] = ckpt
@@ -224,7 +225,7 @@ def _add_ref(found: dict[str, Checkpoint], ref: CheckpointRef, base: Path) -> No
 
 def _missing(path: str, ref: CheckpointRef) -> Checkpoint:
     ckpt = new(Path(path), _kind_from_name(Path(path)))
-    ckpt.status = "missing"
+    ckpt.status = CheckpointStatus.MISSING
     ckpt.step = as_step(ref.step) if ref.step is not None else step_from_name(Path(path).name)
     ckpt.notes.append(f"named by the run's logs as {ref.path}; the files are not here")
     return ckpt

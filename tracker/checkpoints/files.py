@@ -16,6 +16,7 @@ from typing import Any
 
 from core.checkpoints import Checkpoint
 from core.metrics import canonical
+from core.status import CheckpointStatus
 from tracker.checkpoints.inspect import FileInfo, attrs, inspect_file, scalar, weights_kind
 from tracker.checkpoints.parts import (
     add_files,
@@ -53,7 +54,7 @@ def read(path: Path) -> Checkpoint | None:
     ckpt = new(path, "lightning" if is_lightning else "torch")
     add_files(ckpt, [info])
     if info.format == "unreadable":
-        ckpt.status = "unreadable"
+        ckpt.status = CheckpointStatus.UNREADABLE
     ckpt.step, ckpt.epoch = step_from_name(path.name, ckpt.notes), epoch_from_name(path.name)
     ckpt.metrics.update(metrics_from_name(path.name))
     if path.is_symlink() and os.path.exists(path):  # a loop is no link to anything

@@ -12,6 +12,7 @@ from typing import Any
 from core.checkpoints import PARTS, Checkpoint
 from core.metrics import canonical
 from core.resume import STATE_KEYS
+from core.status import CheckpointStatus
 from tracker.checkpoints.inspect import FileInfo
 from tracker.readers._common import number
 
@@ -101,7 +102,7 @@ def add_files(ckpt: Checkpoint, files: list[FileInfo]) -> None:
         ckpt.written_at = datetime.fromtimestamp(newest, UTC)
     pointers = [f for f in files if f.format == "lfs"]
     if pointers:
-        ckpt.status = "lfs"
+        ckpt.status = CheckpointStatus.LFS
         stands_for = sum(f.lfs_size or 0 for f in pointers)
         ckpt.notes.append(f"{len(pointers)} Git-LFS pointer file(s) stand for "
                           f"{stands_for / 1024**3:.2f} GiB not fetched")

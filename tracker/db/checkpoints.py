@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 
 from core.checkpoints import PARTS, Checkpoint
+from core.status import CheckpointStatus
 from tracker.db.schema import CheckpointRow, Run
 from tracker.db.unit import Unit
 
@@ -29,7 +30,7 @@ def save(unit: Unit, run_id: int, checkpoints: list[Checkpoint]) -> None:
         _fill(row, ckpt)
         unit.session.add(row)
     for row in rows.values():
-        if row.status != "deleted":
+        if row.status != CheckpointStatus.DELETED:
             unit.session.delete(row)
     unit.session.flush()
 
@@ -58,7 +59,7 @@ def to_checkpoint(row: CheckpointRow) -> Checkpoint:
     for name in CONTENT_FIELDS:
         if contents.get(name) is not None:
             setattr(ckpt, name, contents[name])
-    if row.status == "logged":  # stored from a log before any scan looked for it
+    if row.status == CheckpointStatus.LOGGED:  # stored from a log before any scan looked for it
         ckpt.logged = True
     return ckpt
 
@@ -77,7 +78,7 @@ def _rows(unit: Unit, run_id: int) -> list[CheckpointRow]:
 def mark_deleted(unit: Unit, run_id: int, paths: list[str]) -> None:
     for row in _rows(unit, run_id):
         if row.path in paths:
-            row.status = "deleted"
+            row.status = CheckpointStatus.DELETED
 
 
 def resumed_from(unit: Unit) -> dict[str, list[int]]:
@@ -105,5 +106,5 @@ def paths_ending(unit: Unit, tail: str) -> list[str]:
 def others_listing(unit: Unit, run_id: int) -> list[tuple[str, int]]:
     """(stored path, run id) of every live checkpoint other runs list."""
     query = select(CheckpointRow.path, CheckpointRow.run_id).where(
-        CheckpointRow.run_id != run_id, CheckpointRow.status != "deleted")
+        CheckpointRow.run_id != run_id, CheckpointRow.status != CheckpointStatus.DELETED)
     return [(path, other) for path, other in unit.session.execute(query)]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, or_, select, update
 
 from core.shape import RunShape
+from core.status import RunStatus
 from tracker.db.runs import CRASH_EVENTS, PART_KEY
 from tracker.db.schema import (
     CheckpointRow,
@@ -278,10 +279,10 @@ def _take_run_fields(unit: Unit, target: Run, source: Run) -> None:
     target.shape = shape.to_dict()
     target.summary = {**source.summary, **target.summary}
     target.config = {**source.config, **target.config}
-    if source.status == "crashed" or any(
+    if source.status == RunStatus.CRASHED or any(
             e.kind in CRASH_EVENTS for e in unit.session.execute(
                 select(EventRow).where(EventRow.run_id == target.id)).scalars()):
-        target.status = "crashed"
+        target.status = RunStatus.CRASHED
     target.started_at = min(filter(None, (target.started_at, source.started_at)), default=None)
     target.last_data_at = max(filter(None, (target.last_data_at, source.last_data_at)),
                               default=None)

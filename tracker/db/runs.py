@@ -11,6 +11,7 @@ from sqlalchemy import delete, select
 
 from core.palette import fallback
 from core.shape import RunShape
+from core.status import CheckpointStatus, RunStatus
 from tracker.db.schema import (
     CheckpointRow,
     EventRow,
@@ -119,8 +120,8 @@ def _aware(when: datetime | None) -> datetime | None:
 def _status(log: RunLog) -> str:
     """Crash evidence first, then what the log states, else a summary means it ended."""
     if any(e.kind in CRASH_EVENTS for e in log.events):
-        return "crashed"
-    return log.status or ("finished" if log.summary else "unknown")
+        return RunStatus.CRASHED
+    return log.status or (RunStatus.FINISHED if log.summary else RunStatus.UNKNOWN)
 
 
 def _utc(when: datetime | None) -> datetime | None:
@@ -209,7 +210,7 @@ def save_checkpoint_refs(unit: Unit, run_id: int, log: RunLog) -> None:
         if ref.path not in known:
             known.add(ref.path)
             unit.session.add(
-                CheckpointRow(run_id=run_id, step=ref.step, path=ref.path, status="logged",
+                CheckpointRow(run_id=run_id, step=ref.step, path=ref.path, status=CheckpointStatus.LOGGED,
                               metrics=jsonable(ref.metrics))
             )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from core.runlog import CheckpointRef, RunEvent, RunLog
 from core.shape import RunShape
+from core.status import RunStatus
 from tracker.readers._common import ReaderError, number, one_run, open_regular, parse_json
 from tracker.readers._sniffing import Confidence, Sample
 from tracker.readers._table import Layout, read_table
@@ -64,7 +65,7 @@ def read(path: Path) -> RunLog:
     # The recorders end a run with a summary record; a log without one is still being written
     # (or its process was killed: the app calls it "crashed?" once it stops growing).
     ended = any(isinstance(r.get("summary"), dict) for r in found)
-    run.status = "finished" if ended else "running"
+    run.status = RunStatus.FINISHED if ended else RunStatus.RUNNING
     return run
 
 

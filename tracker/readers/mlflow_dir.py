@@ -23,6 +23,7 @@ import numpy as np
 
 from core.hf_config import shape_fields as arch_fields
 from core.runlog import RunEvent, RunLog
+from core.status import RunStatus
 from core.train_args import shape_fields as args_fields
 from tracker.readers._common import ReaderError, head_text, load_yaml, one_run
 from tracker.readers._sniffing import Confidence, Sample
@@ -58,7 +59,7 @@ def read(path: Path) -> RunLog:
     _add_metrics(run, path / "metrics")
     run.config = {**params, "mlflow": _facts(path, meta, tags)}
     status = run.config["mlflow"]["status"]
-    run.status = {"RUNNING": "running", "FINISHED": "finished"}.get(status, "")
+    run.status = {"RUNNING": RunStatus.RUNNING, "FINISHED": RunStatus.FINISHED}.get(status, "")
     if status in ("FAILED", "KILLED"):
         run.events.append(RunEvent("exit", None, f"MLflow marked the run {status}",
                                    {"status": status}))

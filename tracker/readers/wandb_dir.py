@@ -28,6 +28,7 @@ import numpy as np
 from core.hf_config import shape_fields as arch_fields
 from core.metrics import GIB
 from core.runlog import RunEvent, RunLog
+from core.status import RunStatus
 from core.train_args import shape_fields as args_fields
 from tracker.readers._common import ReaderError, load_json, load_yaml, number, one_run
 from tracker.readers._sniffing import Confidence, Sample
@@ -132,7 +133,7 @@ def read(path: Path) -> RunLog:
     run.config.update(config)
     run.config["wandb"] = _facts(log.run, meta, log.exit_code)
     if log.exit_code == 0:
-        run.status = "finished"
+        run.status = RunStatus.FINISHED
     elif log.exit_code:
         run.events.append(RunEvent("exit", None, f"process exited with code {log.exit_code}",
                                    {"exit_code": log.exit_code}))
