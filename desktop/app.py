@@ -1,9 +1,14 @@
 """Application start-up: QApplication, services, the main window, one window per database.
 
+The composition root: :func:`open_window` builds the services once
+(desktop/composition.py) and hands them to the window. The window shows first;
+the database opens after, in the worker pool (importing the ORM and checking
+the schema take about half a second), while the window says so.
+
 ``--smoke`` opens the window on a temporary settings file and database (or the
-one ``--db`` names), waits for its first paint, prints how long that took and
-exits: CI's proof that the app starts where Qt is installed, and bench/gui.py's
-launch timing. A launch that finds the app already open on
+one ``--db`` names), waits for its first paint and for the database, prints how
+long the first paint took and exits: CI's proof that the app starts where Qt is
+installed, and bench/gui.py's launch timing. A launch that finds the app already open on
 its database hands its paths to that window and exits (desktop/single_instance.py).
 
 The app logs to ``headroom.log`` in its data folder (Help ▸ Report a Problem names
@@ -60,14 +65,12 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
 
     if smoke:
         with tempfile.TemporaryDirectory() as tmp:
-            window = _window(db or str(Path(tmp) / "smoke.db"), Path(tmp) / "settings.ini")
-            return _smoke(app, window, started) if window is not None else 1
+            window = open_window(db or str(Path(tmp) / "smoke.db"), Path(tmp) / "settings.ini")
+            return _smoke(app, window, started)
     log_to_file()
-    window = _window(db, None)
-    if window is None:
-        return 1
+    window = open_window(db, None)
     if paths:
-        window.services.ingest(paths)
+        window.services.ingest(paths)  # read once the database is open
     server = InstanceServer(instance, window)
     server.sig_paths.connect(window.open_paths)
     # Smoothing uses pandas: importing it now, off the GUI thread, spares the first plot.
@@ -75,21 +78,25 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
     return _exit_now(app.exec())
 
 
-def _window(db: str | None, settings_path: Path | None):
-    """The main window on ``db`` (None and an error box when the database cannot be opened)."""
+def open_window(db: str | None, settings_path: Path | None):
+    """The main window, shown, on ``db`` (opened after the window paints); a database that
+    cannot be opened is said in an error box, and the app quits."""
+    from desktop.composition import compose
     from desktop.main_window import MainWindow
     from desktop.services import AppServices
     from desktop.settings import Settings
+
+    settings = Settings(settings_path)
+    window = MainWindow(compose(AppServices(), settings), settings)
+    window.show()
+    window.services.open_store(lambda: _store(db), lambda message: _cannot_open(db, message))
+    return window
+
+
+def _store(db: str | None):
     from tracker.store import Store
 
-    try:
-        store = Store(db)
-    except Exception as err:  # a newer schema, a bad URL, an unreachable server
-        _cannot_open(db, err)
-        return None
-    window = MainWindow(AppServices(store), Settings(settings_path))
-    window.show()
-    return window
+    return Store(db)
 
 
 def log_to_file() -> Path:
@@ -128,34 +135,47 @@ def _instance_name(db: str | None) -> str:
 
 
 def _smoke(app, window, started: float) -> int:
-    """Wait for the window's first paint, print the time it took, close, exit 0."""
+    """Wait for the window's first paint and its database, print the times, close, exit 0."""
     from PySide6.QtCore import QEvent, QObject, QTimer
 
     painted: list[float] = []
+    opened: list[float] = []
+
+    def close_when_done() -> None:
+        if painted and opened:
+            QTimer.singleShot(0, window.close)
 
     class FirstPaint(QObject):
         def eventFilter(self, watched, event) -> bool:
             if event.type() == QEvent.Type.Paint and not painted:
                 painted.append(time.perf_counter() - started)
-                QTimer.singleShot(0, window.close)
+                close_when_done()
             return False
 
+    def on_ready() -> None:
+        opened.append(time.perf_counter() - started)
+        close_when_done()
+
+    window.services.sig_store_ready.connect(on_ready)
     spy = FirstPaint()
     window.installEventFilter(spy)
     window.update()
     QTimer.singleShot(SMOKE_TIMEOUT_MS, window.close)
     app.exec()
-    if not painted:
-        print("headroom: error: the window was not painted", file=sys.stderr)
+    if not (painted and opened):
+        print("headroom: error: the window was not "
+              + ("painted" if not painted else "given its database"), file=sys.stderr)
         return 1
-    print(f"first paint after {painted[0]:.3f} s")
+    print(f"first paint after {painted[0]:.3f} s; database open after {opened[0]:.3f} s")
     return 0
 
 
-def _cannot_open(db: str | None, err: Exception) -> int:
-    from PySide6.QtWidgets import QMessageBox
+def _cannot_open(db: str | None, why: str) -> None:
+    """Say why the database cannot be opened (a newer schema, a bad URL, an unreachable
+    server), then quit with status 1."""
+    from PySide6.QtWidgets import QApplication, QMessageBox
 
-    message = f"Cannot open the database {db or ''}: {str(err).splitlines()[0]}"
+    message = f"Cannot open the database {db or ''}: {why}"
     print(f"headroom: error: {message}", file=sys.stderr)
     QMessageBox.critical(None, "Headroom", message)
-    return 1
+    QApplication.exit(1)

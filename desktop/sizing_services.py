@@ -1,7 +1,7 @@
 """The sizing wizard's and calibration view's door to the tracker, beside :class:`AppServices`.
 
-One per app: :func:`sizing_for` finds (or makes) it as a child of the app's
-services, so the wizard and the calibration view share its cache. The
+One per app, built by the composition root (desktop/composition.py), so the
+wizard, the calibration view and the scatter plots share its cache. The
 calibration fit (leave-one-out over every stored run with a peak) is
 computed once in the pool and kept; when runs change it is refreshed in the
 background, one fit at a time (changes during a fit queue one more), and
@@ -59,6 +59,7 @@ class SizingServices(QObject):
         self._fitting: Worker | None = None
         self._stale = True
         self._again = False
+        self._refit_now = False  # the next change of runs is the user's exclusion
         self._later = QTimer(self, singleShot=True, interval=REFIT_AFTER_MS)
         self._later.timeout.connect(self.refit)
         services.sig_runs_changed.connect(self._on_runs_changed)
@@ -75,22 +76,26 @@ class SizingServices(QObject):
         if self._fitting is not None:
             self._again = True
             return
+        if not self._services.ready:
+            return  # fitted when the database opens (the runs change then)
         self._stale = False
         store = self._services.store
         self._fitting = self._services.workers.start(
             lambda _w: fit_store(store), self._on_fitted, self._on_fit_failed)
 
     def set_excluded(self, run_ids: list[int], excluded: bool) -> None:
-        """Keep runs out of the fit (or let them back in); persisted in the store."""
-        for run_id in run_ids:
-            self._services.store.set_exclude_from_fit(run_id, excluded)
-        self._services.sig_runs_changed.emit()
-        self._later.stop()
-        self.refit()  # the user is waiting for this one
+        """Keep runs out of the fit (or let them back in); persisted in the store, then fitted
+        again at once (the user is waiting for this one)."""
+        self._services.set_excluded_from_fit(run_ids, excluded)
+        self._refit_now = True
 
     def _on_runs_changed(self) -> None:
         self._stale = True
-        if self.summary is not None or self._fitting is not None:
+        if self._refit_now:
+            self._refit_now = False
+            self._later.stop()
+            self.refit()
+        elif self.summary is not None or self._fitting is not None:
             self._later.start()  # someone has asked for it: keep it fresh
 
     def _on_fitted(self, summary: Summary) -> None:
@@ -156,11 +161,6 @@ def simulate_step(spec: ModelSpec, setup: Setup, worker: Worker):
         return simulate(spec, setup, progress=worker.report, cancelled=worker.cancelled)
     except SimulationCancelled:
         return None
-
-
-def sizing_for(services: AppServices) -> SizingServices:
-    """The app's one :class:`SizingServices` (made on first use)."""
-    return services.findChild(SizingServices) or SizingServices(services)
 
 
 def fit_store(store: Store) -> Summary:

@@ -100,8 +100,9 @@ def test_edit_commands_rename_tag_and_delete_without_touching_files(
     monkeypatch.setattr(dialogs, "ask_tags", lambda parent, current, count: ["lora", "baseline"])
     window.actions_["rename"].trigger()
     window.actions_["tags"].trigger()
-    qtbot.waitUntil(lambda: table.rowCount() == 1 and table.run(0).name == "tinyllama-lora")
-    assert table.run(0).tags == ["baseline", "lora"]
+    # The edits are written in the pool, in the order asked.
+    qtbot.waitUntil(lambda: table.rowCount() == 1 and table.run(0).tags == ["baseline", "lora"])
+    assert table.run(0).name == "tinyllama-lora"
 
     asked: list[list[str]] = []
     monkeypatch.setattr(dialogs, "confirm_delete",
@@ -147,8 +148,8 @@ def test_menus_find_select_all_and_about(qtbot, window, services, corpus, monkey
     assert __version__ in about[0] and services.store.display_url in about[0]
 
 
-def test_window_layout_and_plot_choices_persist(qtbot, services, settings, store, tmp_path):
-    first = MainWindow(services, settings)
+def test_window_layout_and_plot_choices_persist(qtbot, composed, settings, store, tmp_path):
+    first = MainWindow(composed, settings)
     qtbot.addWidget(first)
     first.show()
     screen = first.screen().availableGeometry()  # restored geometry is kept on screen
@@ -167,11 +168,12 @@ def test_window_layout_and_plot_choices_persist(qtbot, services, settings, store
     sizes = first.splitter.sizes()
     first.close()
 
+    from desktop.composition import compose
     from desktop.services import AppServices
     from desktop.settings import Settings
 
     again = Settings(tmp_path / "settings.ini")  # a new launch reads the same file
-    second = MainWindow(AppServices(store), again)
+    second = MainWindow(compose(AppServices(store), again), again)
     qtbot.addWidget(second)
     second.show()
     assert (second.width(), second.height()) == size

@@ -60,7 +60,7 @@ def test_a_colour_chosen_for_a_run_is_kept(qtbot, window, services, swift, monke
     window.runs_panel.select_ids([swift])
     qtbot.waitUntil(lambda: services.selected == [swift])
     window.runs_panel.choose_colour()
-    assert services.store.run(swift).colour == "#123456"
+    qtbot.waitUntil(lambda: services.store.run(swift).colour == "#123456")
     table = window.runs_panel.model
     qtbot.waitUntil(lambda: table.data(table.index(0, 0), Qt.ItemDataRole.DecorationRole)
                     .name() == "#123456")
