@@ -229,9 +229,10 @@ class MainWindow(QMainWindow):
 
     def _on_runs_changed(self) -> None:
         count = self.services.run_count()
-        self.count_label.setText(f"{count} run{'s' if count != 1 else ''}")
+        ready = self.services.ready
+        self.count_label.setText(f"{count} run{'s' if count != 1 else ''}" if ready else "")
         page = self.splitter if count else self.empty
-        self.central.setCurrentWidget(page if self.services.ready else self.opening)
+        self.central.setCurrentWidget(page if ready else self.opening)
         self._enable_actions()
 
     def _enable_actions(self) -> None:

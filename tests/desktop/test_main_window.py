@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -218,3 +219,43 @@ def test_paths_another_launch_hands_over_are_ingested(qtbot, window, services):
     with qtbot.waitSignal(services.sig_ingest_finished, timeout=60_000) as blocker:
         window.open_paths([str(sample)])
     assert [r.status for r in blocker.args[0].results] == ["ingested"]
+
+
+def test_the_window_shows_before_its_database_opens_and_catches_up(qtbot, store, settings):
+    from desktop.composition import compose
+    from desktop.services import AppServices
+
+    services = AppServices()  # as desktop/app.py starts: no database yet
+    window = MainWindow(compose(services, settings), settings)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.central.currentWidget() is window.opening
+    assert window.db_label.text() == "Opening the database…"
+    assert not window.actions_["size_run"].isEnabled()
+    sample = SAMPLES / "synthetic-llama3-8b-qlora-rtx4090.jsonl"
+    services.ingest([str(sample)])  # a path given at launch: read once the database is open
+    assert not services.ingesting
+    with qtbot.waitSignal(services.sig_ingest_finished, timeout=60_000) as blocker:
+        services.open_store(lambda: store, pytest.fail)
+    assert [r.status for r in blocker.args[0].results] == ["ingested"]
+    qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == 1)
+    assert window.central.currentWidget() is window.splitter
+    assert window.db_label.text().startswith("Local database:")
+    assert window.actions_["size_run"].isEnabled()
+    services.workers.shutdown()
+
+
+def test_a_database_that_cannot_open_is_said(qtbot, settings):
+    from desktop.composition import compose
+    from desktop.services import AppServices
+
+    services = AppServices()
+    qtbot.addWidget(MainWindow(compose(services, settings), settings))
+
+    def refuse():
+        raise RuntimeError("the database is newer than this Headroom (schema 9)\nupgrade")
+
+    with qtbot.waitCallback() as said:
+        services.open_store(refuse, said)
+    said.assert_called_with("the database is newer than this Headroom (schema 9)")
+    assert not services.ready
