@@ -164,7 +164,10 @@ class AppServices(QObject):
 
     def reload(self) -> None:
         """Re-read every stored run's source: new points are appended, unchanged logs skipped."""
-        if self.ingesting or self.store is None:
+        if self.store is None:
+            self.sig_message.emit("The database is still opening")
+            return
+        if self.ingesting:
             self.sig_message.emit("An ingest is running; reload when it has finished")
             return
         store = self.store
@@ -355,7 +358,7 @@ class AppServices(QObject):
         ``on_error(why)`` (by default "Could not {what}: why" in the status bar)."""
         if on_error is None:
             on_error = lambda why: self._failed(f"Could not {what}: {why}")  # noqa: E731
-        self._edits.append(_Edit(change, on_done, on_error, runs_changed))
+        self._edits.append(_Edit(change, self.store, on_done, on_error, runs_changed))
         self._next_edit()
 
     @property
@@ -366,7 +369,8 @@ class AppServices(QObject):
     def _next_edit(self) -> None:
         if self._editing or not self._edits or self.store is None:
             return
-        edit, store, self._editing = self._edits.popleft(), self.store, True
+        edit, self._editing = self._edits.popleft(), True
+        store = edit.store if edit.store is not None else self.store  # asked on, even if switched
 
         def done(result: Any) -> None:
             self._editing = False
@@ -580,6 +584,7 @@ class AppServices(QObject):
 @dataclass(frozen=True)
 class _Edit:
     change: Callable[[Store], Any]
+    store: Store | None  # None: asked while the database was opening
     on_done: Callable[[Any], None] | None
     on_error: Callable[[str], None]
     runs_changed: bool

@@ -18,17 +18,15 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from core.gpus import GPU
-from core.memory import ModelSpec, Setup, SetupError, check
-from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
-from core.models import ModelError
-from core.planner import Plan
-from core.shape import RunShape
-from core.sizing import CardAnswer, Sizer
 from desktop.presenters.calibration_view import Summary, summarise
 from desktop.workers import Worker
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the memory model and planner load when first used, after the window shows
+    from core.gpus import GPU
+    from core.memory import ModelSpec, Setup
+    from core.planner import Plan
+    from core.shape import RunShape
+    from core.sizing import CardAnswer, Sizer
     from desktop.services import AppServices
     from tracker.store import Store
 
@@ -120,6 +118,8 @@ class SizingServices(QObject):
 
     def run_inputs(self, run_id: int) -> RunInputs:
         """One run's inputs (raises ValueError with a one-line reason when its shape is lacking)."""
+        from core.models import ModelError
+
         runs = self._services.runs([run_id])
         if not runs:
             raise ModelError(f"run {run_id} is no longer in the database")
@@ -185,6 +185,10 @@ def sizable_runs(store: Store) -> list[RunInputs]:
 
 
 def _inputs(run_id: int, name: str, shape: RunShape) -> RunInputs:
+    from core.memory import SetupError, check
+    from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
+    from core.models import ModelError
+
     try:
         spec, setup, _ = inputs_from_shape(shape)
         check(spec, setup)
