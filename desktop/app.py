@@ -26,12 +26,16 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from desktop.single_instance import InstanceServer, hand_over, server_name
 
 SMOKE_TIMEOUT_MS = 20_000
+# A window that is not painted at once (started minimised, on another desktop) opens its
+# database after this long anyway.
+OPEN_AT_THE_LATEST_MS = 1_000
 LOG_FILE = "headroom.log"
 LOG_BYTES, LOG_BACKUPS = 1_000_000, 2
 
@@ -89,8 +93,33 @@ def open_window(db: str | None, settings_path: Path | None):
     settings = Settings(settings_path)
     window = MainWindow(compose(AppServices(), settings), settings)
     window.show()
-    window.services.open_store(lambda: _store(db), lambda message: _cannot_open(db, message))
+    after_first_paint(window, lambda: window.services.open_store(
+        lambda: _store(db), lambda message: _cannot_open(db, message)), OPEN_AT_THE_LATEST_MS)
     return window
+
+
+def after_first_paint(window, then: Callable[[], None], at_most_ms: int | None = None) -> None:
+    """Call ``then`` once, from the event loop, when ``window`` has finished its first paint
+    (or after ``at_most_ms``, when given, if it is not painted by then)."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
+
+    called: list[bool] = []
+
+    def once() -> None:
+        if not called:
+            called.append(True)
+            then()
+
+    class FirstPaint(QObject):
+        def eventFilter(self, watched, event) -> bool:
+            if event.type() == QEvent.Type.Paint:
+                watched.removeEventFilter(self)
+                QTimer.singleShot(0, once)  # runs once the paint is done
+            return False
+
+    window.installEventFilter(FirstPaint(window))
+    if at_most_ms is not None:
+        QTimer.singleShot(at_most_ms, once)
 
 
 def _store(db: str | None):
@@ -136,29 +165,18 @@ def _instance_name(db: str | None) -> str:
 
 def _smoke(app, window, started: float) -> int:
     """Wait for the window's first paint and its database, print the times, close, exit 0."""
-    from PySide6.QtCore import QEvent, QObject, QTimer
+    from PySide6.QtCore import QTimer
 
     painted: list[float] = []
     opened: list[float] = []
 
-    def close_when_done() -> None:
+    def took(times: list[float]) -> None:
+        times.append(time.perf_counter() - started)
         if painted and opened:
             QTimer.singleShot(0, window.close)
 
-    class FirstPaint(QObject):
-        def eventFilter(self, watched, event) -> bool:
-            if event.type() == QEvent.Type.Paint and not painted:
-                painted.append(time.perf_counter() - started)
-                close_when_done()
-            return False
-
-    def on_ready() -> None:
-        opened.append(time.perf_counter() - started)
-        close_when_done()
-
-    window.services.sig_store_ready.connect(on_ready)
-    spy = FirstPaint()
-    window.installEventFilter(spy)
+    window.services.sig_store_ready.connect(lambda: took(opened))
+    after_first_paint(window, lambda: took(painted))
     window.update()
     QTimer.singleShot(SMOKE_TIMEOUT_MS, window.close)
     app.exec()
