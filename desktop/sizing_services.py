@@ -58,6 +58,7 @@ class SizingServices(QObject):
         self._stale = True
         self._again = False
         self._refit_now = False  # the next change of runs is the user's exclusion
+        self._asked = False  # a view wants the fit: keep it fresh
         self._later = QTimer(self, singleShot=True, interval=REFIT_AFTER_MS)
         self._later.timeout.connect(self.refit)
         services.sig_runs_changed.connect(self._on_runs_changed)
@@ -71,6 +72,7 @@ class SizingServices(QObject):
         return self.summary
 
     def refit(self) -> None:
+        self._asked = True
         if self._fitting is not None:
             self._again = True
             return
@@ -93,8 +95,8 @@ class SizingServices(QObject):
             self._refit_now = False
             self._later.stop()
             self.refit()
-        elif self.summary is not None or self._fitting is not None:
-            self._later.start()  # someone has asked for it: keep it fresh
+        elif self._asked:
+            self._later.start()  # someone has asked for it (maybe before the store opened)
 
     def _on_fitted(self, summary: Summary) -> None:
         self._fitting = None

@@ -115,3 +115,16 @@ def test_the_fit_follows_new_runs(qtbot, panel, history, composed, tmp_path):
     with qtbot.waitSignal(composed.sizing.sig_calibration_changed, timeout=30_000):
         assert ingest_and_wait(qtbot, history, [more]).ok
     assert panel.summary.runs == len(RUNS) + 1 and "run-new" in _rows(panel)
+
+
+def test_a_fit_asked_for_while_the_database_opens_comes_once_it_is_open(qtbot, store, settings):
+    from desktop.composition import compose
+    from desktop.services import AppServices
+
+    services = AppServices()  # the window shows before the store opens
+    sizing = compose(services, settings).sizing
+    assert sizing.calibration() is None
+    with qtbot.waitSignal(sizing.sig_calibration_changed, timeout=30_000) as fitted:
+        services.open_store(lambda: store, pytest.fail)
+    assert fitted.args[0].runs == 0
+    services.workers.shutdown()
