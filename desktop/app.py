@@ -77,8 +77,10 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
         window.services.ingest(paths)  # read once the database is open
     server = InstanceServer(instance, window)
     server.sig_paths.connect(window.open_paths)
-    # Smoothing uses pandas: importing it now, off the GUI thread, spares the first plot.
-    window.services.workers.start(lambda _worker: importlib.import_module("pandas"))
+    # Smoothing uses pandas: importing it off the GUI thread once the database is open (not
+    # competing with the first paint or the store) spares the first plot.
+    window.services.sig_store_ready.connect(lambda: window.services.workers.start(
+        lambda _worker: importlib.import_module("pandas")))
     return _exit_now(app.exec())
 
 
