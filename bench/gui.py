@@ -122,6 +122,7 @@ def pan_and_zoom(plot, repaint: Callable[[], None], points: int) -> str:
 
 def plot_runs(smoothing: float, points: int = POINTS, report: bool = True) -> None:
     from desktop.app import make_app
+    from desktop.compare_services import CompareServices
     from desktop.presenters import plot_data
     from desktop.services import AppServices
     from desktop.settings import Settings
@@ -137,7 +138,7 @@ def plot_runs(smoothing: float, points: int = POINTS, report: bool = True) -> No
         settings.columns = 1  # one loss panel as big as the bare pyqtgraph widget below
         settings.set_panel_height("loss", HEIGHT)
         settings.smoothing = smoothing
-        panel = PlotsPanel(services, settings)
+        panel = PlotsPanel(services, settings, CompareServices(services, settings))
         panel.resize(WIDTH, HEIGHT)
         panel.show()
         app.processEvents()
