@@ -67,7 +67,7 @@ def groups(offset: bool) -> None:
     import pandas as pd
 
     from desktop.app import make_app
-    from desktop.compare_services import compare_for
+    from desktop.compare_services import CompareServices
     from desktop.presenters import plot_data
     from desktop.presenters.groups import Grouping
     from desktop.services import AppServices
@@ -81,11 +81,12 @@ def groups(offset: bool) -> None:
         ids = _store_runs(store, offset)
         services = AppServices(store)
         settings = Settings(Path(tmp) / "settings.ini")
-        panel = PlotsPanel(services, settings)
+        compare = CompareServices(services, settings)
+        panel = PlotsPanel(services, settings, compare)
         panel.toolbar.smooth_slider.setValue(0)
         panel.resize(WIDTH, HEIGHT)
         panel.show()
-        compare_for(services).set_grouping(Grouping(by=r"name~-seed\d+"))
+        compare.set_grouping(Grouping(by=r"name~-seed\d+"))
         services.selected = ids
         app.processEvents()
         import desktop.views.metric_plot  # noqa: F401 (pyqtgraph's import, once per app, untimed)

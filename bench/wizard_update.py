@@ -54,13 +54,14 @@ def wait(app, done, timeout_s: float = 120.0) -> None:
 
 def result_page(app, services, gpus: tuple[str, ...]):
     from desktop.settings import Settings
-    from desktop.sizing_services import sizing_for
+    from desktop.sizing_services import SizingServices
     from desktop.views.sizing.wizard import SizingWizard
 
-    wizard = SizingWizard(services, Settings())
+    sizing = SizingServices(services)
+    wizard = SizingWizard(sizing, Settings())
     wizard.resize(1240, 740)
     wizard.show()
-    wait(app, lambda: sizing_for(services).summary is not None)
+    wait(app, lambda: sizing.summary is not None)
     combo = wizard.model_page.preset_combo
     combo.setCurrentIndex(combo.findData("llama-3.1-8b"))
     combo.activated.emit(combo.currentIndex())

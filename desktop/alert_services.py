@@ -1,6 +1,6 @@
 """Alerts in the app: runs in watched folders that finish, crash, go wrong or go quiet.
 
-Beside :class:`AppServices`, one per app (:func:`alerts_for`). After runs
+Beside :class:`AppServices`, one per app (built by the composition root). After runs
 change (a live ingest brought points, a run went quiet), the runs under the
 watched folders are read in the pool and shown to a
 :class:`tracker.alerts.Watcher`, the rules ``headroom watch`` uses; each
@@ -11,14 +11,15 @@ status bar's alert list, and the command hook and webhook, in the pool.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from desktop.services import AppServices
 from desktop.settings import Settings
 from tracker import alerts
+from tracker.alerts import KINDS, AlertConfig  # the alerts dialog takes them from here
+
+__all__ = ["KINDS", "AlertConfig", "AlertServices"]
 
 # Runs change many times a second while an ingest runs: look once they settle.
 SETTLE_MS = 700
@@ -45,7 +46,9 @@ class AlertServices(QObject):
         self._tick.timeout.connect(self._look_if_watching)
         self._tick.start()
         services.sig_database_changed.connect(lambda _label: self._restart())
-        self.look()
+        services.sig_store_ready.connect(self.look)
+        if services.ready:
+            self.look()
 
     # ---- Configuration (the file ``headroom watch`` reads too)
 
@@ -68,14 +71,16 @@ class AlertServices(QObject):
         if self._looking:
             self._again = True
             return
+        if not self._services.ready:
+            return
         folders = [str(f) for f in self._settings.watched_folders]
-        store, watcher = self._services.store, self.watcher
+        store, watcher, now = self._services.store, self.watcher, self._services.now()
         self._looking = True
 
         def read(_worker) -> list[alerts.Alert]:
             runs = [r for r in store.runs()
                     if any(alerts.within(r.source_path, f) for f in folders)]
-            news = watcher.update(runs, store.findings, datetime.now(UTC))
+            news = watcher.update(runs, store.findings, now)
             sources = {r.id: r.source_path for r in runs}
             return [self._placed(a, sources[a.run_id], folders) for a in news]
 
@@ -107,6 +112,10 @@ class AlertServices(QObject):
         self.watcher = alerts.Watcher(self.config.quiet_minutes * 60)
         self.look()
 
+    def clear_recent(self) -> None:
+        """Forget the alerts the status bar lists."""
+        self.recent = []
+
     # ---- Announcing
 
     def announce(self, alert: alerts.Alert) -> None:
@@ -133,8 +142,3 @@ class AlertServices(QObject):
             self.tray.setToolTip("Headroom")
             self.tray.show()
         return self.tray
-
-
-def alerts_for(services: AppServices, settings: Settings) -> AlertServices:
-    """The app's one :class:`AlertServices` (made on first use)."""
-    return services.findChild(AlertServices) or AlertServices(services, settings)

@@ -1,9 +1,14 @@
 """Application start-up: QApplication, services, the main window, one window per database.
 
+The composition root: :func:`open_window` builds the services once
+(desktop/composition.py) and hands them to the window. The window shows first;
+the database opens after, in the worker pool (importing the ORM and checking
+the schema take about half a second), while the window says so.
+
 ``--smoke`` opens the window on a temporary settings file and database (or the
-one ``--db`` names), waits for its first paint, prints how long that took and
-exits: CI's proof that the app starts where Qt is installed, and bench/gui.py's
-launch timing. A launch that finds the app already open on
+one ``--db`` names), waits for its first paint and for the database, prints how
+long the first paint took and exits: CI's proof that the app starts where Qt is
+installed, and bench/gui.py's launch timing. A launch that finds the app already open on
 its database hands its paths to that window and exits (desktop/single_instance.py).
 
 The app logs to ``headroom.log`` in its data folder (Help ▸ Report a Problem names
@@ -21,12 +26,16 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from desktop.single_instance import InstanceServer, hand_over, server_name
 
 SMOKE_TIMEOUT_MS = 20_000
+# A window that is not painted at once (started minimised, on another desktop) opens its
+# database after this long anyway.
+OPEN_AT_THE_LATEST_MS = 1_000
 LOG_FILE = "headroom.log"
 LOG_BYTES, LOG_BACKUPS = 1_000_000, 2
 
@@ -60,36 +69,65 @@ def run_app(db: str | None = None, paths: list[str] | None = None, smoke: bool =
 
     if smoke:
         with tempfile.TemporaryDirectory() as tmp:
-            window = _window(db or str(Path(tmp) / "smoke.db"), Path(tmp) / "settings.ini")
-            return _smoke(app, window, started) if window is not None else 1
+            window = open_window(db or str(Path(tmp) / "smoke.db"), Path(tmp) / "settings.ini")
+            return _smoke(app, window, started)
     log_to_file()
-    window = _window(db, None)
-    if window is None:
-        return 1
+    window = open_window(db, None)
     if paths:
-        window.services.ingest(paths)
+        window.services.ingest(paths)  # read once the database is open
     server = InstanceServer(instance, window)
     server.sig_paths.connect(window.open_paths)
-    # Smoothing uses pandas: importing it now, off the GUI thread, spares the first plot.
-    window.services.workers.start(lambda _worker: importlib.import_module("pandas"))
+    # Smoothing uses pandas: importing it off the GUI thread once the database is open (not
+    # competing with the first paint or the store) spares the first plot.
+    window.services.sig_store_ready.connect(lambda: window.services.workers.start(
+        lambda _worker: importlib.import_module("pandas")))
     return _exit_now(app.exec())
 
 
-def _window(db: str | None, settings_path: Path | None):
-    """The main window on ``db`` (None and an error box when the database cannot be opened)."""
+def open_window(db: str | None, settings_path: Path | None):
+    """The main window, shown, on ``db`` (opened after the window paints); a database that
+    cannot be opened is said in an error box, and the app quits."""
+    from desktop.composition import compose
     from desktop.main_window import MainWindow
     from desktop.services import AppServices
     from desktop.settings import Settings
+
+    settings = Settings(settings_path)
+    window = MainWindow(compose(AppServices(), settings), settings)
+    window.show()
+    after_first_paint(window, lambda: window.services.open_store(
+        lambda: _store(db), lambda message: _cannot_open(db, message)), OPEN_AT_THE_LATEST_MS)
+    return window
+
+
+def after_first_paint(window, then: Callable[[], None], at_most_ms: int | None = None) -> None:
+    """Call ``then`` once, from the event loop, when ``window`` has finished its first paint
+    (or after ``at_most_ms``, when given, if it is not painted by then)."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
+
+    called: list[bool] = []
+
+    def once() -> None:
+        if not called:
+            called.append(True)
+            then()
+
+    class FirstPaint(QObject):
+        def eventFilter(self, watched, event) -> bool:
+            if event.type() == QEvent.Type.Paint:
+                watched.removeEventFilter(self)
+                QTimer.singleShot(0, once)  # runs once the paint is done
+            return False
+
+    window.installEventFilter(FirstPaint(window))
+    if at_most_ms is not None:
+        QTimer.singleShot(at_most_ms, once)
+
+
+def _store(db: str | None):
     from tracker.store import Store
 
-    try:
-        store = Store(db)
-    except Exception as err:  # a newer schema, a bad URL, an unreachable server
-        _cannot_open(db, err)
-        return None
-    window = MainWindow(AppServices(store), Settings(settings_path))
-    window.show()
-    return window
+    return Store(db)
 
 
 def log_to_file() -> Path:
@@ -128,34 +166,36 @@ def _instance_name(db: str | None) -> str:
 
 
 def _smoke(app, window, started: float) -> int:
-    """Wait for the window's first paint, print the time it took, close, exit 0."""
-    from PySide6.QtCore import QEvent, QObject, QTimer
+    """Wait for the window's first paint and its database, print the times, close, exit 0."""
+    from PySide6.QtCore import QTimer
 
     painted: list[float] = []
+    opened: list[float] = []
 
-    class FirstPaint(QObject):
-        def eventFilter(self, watched, event) -> bool:
-            if event.type() == QEvent.Type.Paint and not painted:
-                painted.append(time.perf_counter() - started)
-                QTimer.singleShot(0, window.close)
-            return False
+    def took(times: list[float]) -> None:
+        times.append(time.perf_counter() - started)
+        if painted and opened:
+            QTimer.singleShot(0, window.close)
 
-    spy = FirstPaint()
-    window.installEventFilter(spy)
+    window.services.sig_store_ready.connect(lambda: took(opened))
+    after_first_paint(window, lambda: took(painted))
     window.update()
     QTimer.singleShot(SMOKE_TIMEOUT_MS, window.close)
     app.exec()
-    if not painted:
-        print("headroom: error: the window was not painted", file=sys.stderr)
+    if not (painted and opened):
+        print("headroom: error: the window was not "
+              + ("painted" if not painted else "given its database"), file=sys.stderr)
         return 1
-    print(f"first paint after {painted[0]:.3f} s")
+    print(f"first paint after {painted[0]:.3f} s; database open after {opened[0]:.3f} s")
     return 0
 
 
-def _cannot_open(db: str | None, err: Exception) -> int:
-    from PySide6.QtWidgets import QMessageBox
+def _cannot_open(db: str | None, why: str) -> None:
+    """Say why the database cannot be opened (a newer schema, a bad URL, an unreachable
+    server), then quit with status 1."""
+    from PySide6.QtWidgets import QApplication, QMessageBox
 
-    message = f"Cannot open the database {db or ''}: {str(err).splitlines()[0]}"
+    message = f"Cannot open the database {db or ''}: {why}"
     print(f"headroom: error: {message}", file=sys.stderr)
     QMessageBox.critical(None, "Headroom", message)
-    return 1
+    QApplication.exit(1)

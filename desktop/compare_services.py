@@ -1,6 +1,6 @@
 """What the views that compare runs share, beside :class:`AppServices`: groups and requests.
 
-One per app (:func:`compare_for`). It holds how the selected runs are grouped
+One per app, built by the composition root. It holds how the selected runs are grouped
 (the plots draw the groups, the groups table aggregates them, the Compare tab
 compares them) and carries two requests from the summary views to the runs
 panel: select these runs (a click on a point), filter by this query
@@ -77,12 +77,4 @@ class CompareServices(QObject):
     def _extras(self, runs: list[RunSummary], by: GroupBy) -> dict:
         if not by.needs_extras or not runs:
             return {}
-        from tracker.db.query import extras
-
-        with self._services.store.session() as session:
-            return extras(session, [r.id for r in runs])
-
-
-def compare_for(services: AppServices, settings: Settings | None = None) -> CompareServices:
-    """The app's one :class:`CompareServices` (made on first use)."""
-    return services.findChild(CompareServices) or CompareServices(services, settings)
+        return self._services.extras([r.id for r in runs])

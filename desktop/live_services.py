@@ -6,14 +6,18 @@ changed; they go through the services' quiet live ingest, which appends only
 new points. Looks happen on a poll timer, which alone sees appends on network
 filesystems and in subfolders, and sooner when Qt's file-system notifier
 reports a change; a burst of writes costs one look. A watched folder that
-disappears is reported once, and followed again when it comes back.
+disappears is reported once, and followed again when it comes back. Following
+starts once the database is open (what a look finds is ingested into it).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 
@@ -21,7 +25,9 @@ from core.status import RunStatus
 from desktop.services import AppServices
 from desktop.settings import Settings
 from tracker.model import RunSummary
-from tracker.watch import Changes, FolderWatch
+
+if TYPE_CHECKING:
+    from tracker.watch import Changes, FolderWatch
 
 # Changes within this long of the first one are read in one look.
 DEBOUNCE_MS = 400
@@ -36,13 +42,13 @@ class LiveServices(QObject):
     """The watched folders, or what is known about them, changed (the panel redraws)."""
 
     def __init__(self, services: AppServices, settings: Settings, poll_ms: int | None = None,
-                 debounce_ms: int = DEBOUNCE_MS) -> None:
+                 debounce_ms: int = DEBOUNCE_MS, clock: Callable[[], float] = time.time) -> None:
         super().__init__(services)
         self._services, self._settings = services, settings
-        self.watch = FolderWatch()
+        self._clock = clock
         self.folders = [str(Path(f)) for f in settings.watched_folders]
         self.run_logs: list[str] = []  # sources of ingested runs that may still be growing
-        self.last_look: float | None = None  # time.time() of the last finished look
+        self.last_look: float | None = None  # clock() of the last finished look
         self.news: dict[str, tuple[float, str]] = {}  # place -> when, and what it last brought
         self._looking = self._again = False
         self._pending: list[str] = []  # units waiting for the ingest to be free
@@ -56,13 +62,21 @@ class LiveServices(QObject):
         self._poll.timeout.connect(self.look)
         self._run_logs_timer = QTimer(self, singleShot=True, interval=RUN_LOGS_MS)
         self._run_logs_timer.timeout.connect(self._load_run_logs)
-        services.stale_after_s = settings.stale_minutes * 60
+        services.set_stale_after(settings.stale_minutes * 60)
         services.sig_live_ingested.connect(self._on_ingested)
         services.sig_ingest_finished.connect(lambda _report: self._flush())
         services.sig_runs_changed.connect(self._on_runs_changed)
         services.sig_database_changed.connect(lambda _label: self._load_run_logs())
-        self._load_run_logs()
-        self._restart()
+        services.sig_store_ready.connect(self._start)
+        if services.ready:
+            self._start()
+
+    @cached_property
+    def watch(self) -> FolderWatch:
+        """What the looks compare against (made on first use: it loads the readers)."""
+        from tracker.watch import FolderWatch
+
+        return FolderWatch()
 
     # ---- Public API
 
@@ -97,8 +111,7 @@ class LiveServices(QObject):
     def set_stale_minutes(self, minutes: float) -> None:
         """How long a running run may stay silent before it is shown as "crashed?"."""
         self._settings.stale_minutes = minutes
-        self._services.stale_after_s = minutes * 60
-        self._services.sig_runs_changed.emit()
+        self._services.set_stale_after(minutes * 60)
 
     def missing(self, place: str) -> bool:
         return Path(place) in self.watch.gone
@@ -108,12 +121,16 @@ class LiveServices(QObject):
         if self._looking:
             self._again = True
             return
-        places = [Path(p) for p in self.places()]
+        places, watch = [Path(p) for p in self.places()], self.watch
         self._looking = True
-        self._services.workers.start(lambda _w: self.watch.look(places), self._on_look,
+        self._services.workers.start(lambda _w: watch.look(places), self._on_look,
                                      self._on_look_failed)
 
     # ---- Looking
+
+    def _start(self) -> None:
+        self._load_run_logs()
+        self._restart()
 
     def _restart(self) -> None:
         """Poll while there is something to follow; look at once at what is new."""
@@ -132,7 +149,7 @@ class LiveServices(QObject):
 
     def _on_look(self, changes: Changes) -> None:
         self._looking = False
-        self.last_look = time.time()
+        self.last_look = self._clock()
         self._notify_on(changes)
         for place in changes.missing:
             if str(place) in self.folders:  # a run log elsewhere (another machine's) is no news
@@ -176,7 +193,7 @@ class LiveServices(QObject):
         """Say what the live ingest brought, per followed place, and in the status bar."""
         changed = [r for r in report.results if r.status in ("ingested", "updated", "error")]
         for result in changed:
-            self.news[self._place_of(result.path)] = (time.time(), _news(result))
+            self.news[self._place_of(result.path)] = (self._clock(), _news(result))
         if changed:
             self._services.sig_message.emit("Live: " + "; ".join(_news(r) for r in changed[:3]))
             self.sig_places_changed.emit()
@@ -195,7 +212,8 @@ class LiveServices(QObject):
         if not self.follow_run_logs:
             self._set_run_logs([])
             return
-        self._services.load_runs(lambda runs: self._set_run_logs(_growing(runs)))
+        since = datetime.fromtimestamp(self._clock(), UTC) - RECENT
+        self._services.load_runs(lambda runs: self._set_run_logs(_growing(runs, since)))
 
     def _set_run_logs(self, paths: list[str]) -> None:
         if paths != self.run_logs:
@@ -210,9 +228,8 @@ class LiveServices(QObject):
         self._restart()
 
 
-def _growing(runs: list[RunSummary]) -> list[str]:
-    """Sources of runs that may still grow: no end recorded, new points recently."""
-    since = datetime.now(UTC) - RECENT
+def _growing(runs: list[RunSummary], since: datetime) -> list[str]:
+    """Sources of runs that may still grow: no end recorded, new points ``since``."""
     return sorted({r.source_path for r in runs
                    if r.status in (RunStatus.RUNNING, RunStatus.STALE, RunStatus.UNKNOWN)
                    and r.last_data_at is not None and r.last_data_at >= since})

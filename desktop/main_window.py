@@ -1,7 +1,9 @@
 """The main window: layout, menus, toolbar, status bar, and drops anywhere on it.
 
 Layout only: the panels come from :data:`desktop.panels.PANELS`, the commands
-from :data:`desktop.actions.ACTIONS`; the work is the services' and views'.
+from :data:`desktop.actions.ACTIONS`; the work is the services' and views'. The
+window may show before the database has opened: it says so, and the commands
+that need the database wait for ``sig_store_ready``.
 """
 
 from __future__ import annotations
@@ -25,11 +27,9 @@ from PySide6.QtWidgets import (
 
 from desktop import dialogs
 from desktop.actions import ACTIONS, MENUS
-from desktop.alert_services import alerts_for
-from desktop.compare_services import compare_for
+from desktop.composition import Services
 from desktop.panels import PANELS
 from desktop.presenters.team_connection import database_label
-from desktop.services import AppServices
 from desktop.settings import Settings
 from desktop.views import help_dialogs
 from desktop.views.alert_views import AlertIndicator
@@ -47,16 +47,18 @@ DEFAULT_SIZE = QSize(1440, 900)
 NEED_SELECTION = ("rename", "tags", "notes", "delete", "size_like", "rediagnose",
                   "rescan_checkpoints")
 NEED_RUNS = ("reload", "export_plots", "select_all", "find")
+NEED_STORE = ("connect_team", "size_run", "projects")
+OPENING = "Opening the database…"
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, services: AppServices, settings: Settings) -> None:
+    def __init__(self, services: Services, settings: Settings) -> None:
         super().__init__()
-        self.services, self.settings = services, settings
+        self.composed, self.services, self.settings = services, services.app, settings
         self.setWindowTitle("Headroom")
         self.setObjectName("mainWindow")
         self.setAcceptDrops(True)
-        self.runs_panel = RunsPanel(services, settings)
+        self.runs_panel = RunsPanel(services.app, settings)
         self.left = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
         self.left.addWidget(self.runs_panel)
         self.left.setStretchFactor(0, 3)
@@ -70,7 +72,10 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([640, 800])
         self.empty = EmptyState([r.label for r in READERS])
+        self.opening = QLabel(OPENING, alignment=Qt.AlignmentFlag.AlignCenter)
+        self.opening.setStyleSheet("color: #52606d;")
         self.central = QStackedWidget()
+        self.central.addWidget(self.opening)
         self.central.addWidget(self.empty)
         self.central.addWidget(self.splitter)
         self.setCentralWidget(self.central)
@@ -79,7 +84,7 @@ class MainWindow(QMainWindow):
         self._add_actions()
         self._add_status_bar()
         self._connect()
-        self.team = TeamCommands(self, services, settings, self.actions_)
+        self.team = TeamCommands(self, services.app, services.team, settings, self.actions_)
         self._restore()
         self._on_runs_changed()
         self.runs_panel.reload()
@@ -88,7 +93,7 @@ class MainWindow(QMainWindow):
 
     def _add_panels(self) -> None:
         for spec in PANELS:
-            widget = spec.factory(self.services, self.settings)
+            widget = spec.factory(self.composed, self.settings)
             self.panels[spec.key] = widget
             if spec.area == "tab":
                 self.tabs.addTab(widget, spec.title)
@@ -147,12 +152,11 @@ class MainWindow(QMainWindow):
 
     def _add_status_bar(self) -> None:
         self.count_label = QLabel()
-        self.db_label = QLabel(database_label(self.services.store.display_url))
+        self.db_label = QLabel(OPENING)
         self.db_label.setStyleSheet("color: #616e7c;")
         self.statusBar().addPermanentWidget(self.db_label)
         self.statusBar().addPermanentWidget(AlertIndicator(  # watched runs' news; hidden till then
-            alerts_for(self.services, self.settings), compare_for(self.services, self.settings),
-            self.settings))
+            self.composed.alerts, self.composed.compare, self.settings))
         self.statusBar().addPermanentWidget(self.count_label)
 
     def _connect(self) -> None:
@@ -161,12 +165,13 @@ class MainWindow(QMainWindow):
         s.sig_selection_changed.connect(self._enable_actions)
         s.sig_ingest_started.connect(self._on_ingest_started)
         s.sig_database_changed.connect(self.db_label.setText)
+        s.sig_store_ready.connect(self._on_store_ready)
         s.sig_sizing_requested.connect(self._open_wizard)
         s.sig_message.connect(lambda text: self.statusBar().showMessage(text, 10_000))
         self.empty.sig_open_files_requested.connect(self.open_files)
         self.empty.sig_open_folder_requested.connect(self.open_folder)
         self.empty.sig_samples_requested.connect(self.load_samples)
-        compare = compare_for(s, self.settings)  # the summary views select and filter runs
+        compare = self.composed.compare  # the summary views select and filter runs
         compare.sig_select_requested.connect(self.runs_panel.select_ids)
         compare.sig_filter_requested.connect(self._filter_runs)
 
@@ -219,19 +224,26 @@ class MainWindow(QMainWindow):
 
     # ---- Slots
 
+    def _on_store_ready(self) -> None:
+        self.db_label.setText(database_label(self.services.store.display_url))
+
     def _on_runs_changed(self) -> None:
         count = self.services.run_count()
-        self.count_label.setText(f"{count} run{'s' if count != 1 else ''}")
-        self.central.setCurrentWidget(self.splitter if count else self.empty)
+        ready = self.services.ready
+        self.count_label.setText(f"{count} run{'s' if count != 1 else ''}" if ready else "")
+        page = self.splitter if count else self.empty
+        self.central.setCurrentWidget(page if ready else self.opening)
         self._enable_actions()
 
     def _enable_actions(self) -> None:
-        """Commands on runs need a selection; reload and export need runs."""
+        """Commands on runs need a selection; reload and export need runs; some the database."""
         selected = bool(self.services.selected)
         for action_id in NEED_SELECTION:
             self.actions_[action_id].setEnabled(selected)
         for action_id in NEED_RUNS:
             self.actions_[action_id].setEnabled(self.central.currentWidget() is self.splitter)
+        for action_id in NEED_STORE:
+            self.actions_[action_id].setEnabled(self.services.ready)
 
     def _filter_runs(self, query: str) -> None:
         self.runs_panel.filter_edit.setText(query)
@@ -328,7 +340,7 @@ class MainWindow(QMainWindow):
     def _open_wizard(self, run_id: int | None) -> None:
         from desktop.views.sizing.wizard import SizingWizard
 
-        self.wizard = SizingWizard(self.services, self.settings, run_id, self)
+        self.wizard = SizingWizard(self.composed.sizing, self.settings, run_id, self)
         self.wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.wizard.sig_open_run.connect(self.show_run)
         self.wizard.show()
@@ -337,7 +349,8 @@ class MainWindow(QMainWindow):
         from desktop.views.project.window import ProjectWindow
 
         if getattr(self, "project_window", None) is None:
-            self.project_window = ProjectWindow(self.services, self.settings, self)
+            self.project_window = ProjectWindow(self.services, self.composed.projects,
+                                                self.settings, self)
             self.project_window.resize(1280, 800)
             self.project_window.sig_open_run.connect(self.show_run)
         self.project_window.show()
@@ -360,11 +373,11 @@ class MainWindow(QMainWindow):
         self.panels["checkpoints"].rescan()
 
     def about(self) -> None:
-        dialogs.about(self, self.services.store.display_url)
+        dialogs.about(self, self.services.display_url)
 
     def show_shortcuts(self) -> None:
         menus = [(a.text(), a.shortcuts()) for a in self.actions_.values()]
         self.shortcuts_dialog = help_dialogs.show_shortcuts(self, menus)
 
     def report_problem(self) -> None:
-        help_dialogs.report_problem(self, dialogs.problem_report(self.services.store.display_url))
+        help_dialogs.report_problem(self, dialogs.problem_report(self.services.display_url))

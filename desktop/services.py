@@ -2,12 +2,19 @@
 
 Views take an :class:`AppServices`, call one method per user action and
 connect ``sig_*`` signals to their slots; they never call the tracker, and
-never each other. Work that reads many files or points runs in the pool.
+never each other. Work that reads many files or points runs in the pool, and
+so does every edit of the database (one at a time, in the order asked), so a
+slow or remote database never freezes the window. The store may be opened
+after the window is shown (:meth:`AppServices.open_store`): until
+``sig_store_ready`` the services answer "no runs" and queue ingests.
 """
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,10 +31,10 @@ from desktop.presenters.plot_marks import Focus, checkpoint_marks, origin
 from desktop.workers import Worker, WorkerPool
 from tracker import liveness
 from tracker.model import PartInfo, RunSummary, SourceStat  # views take the records from here
-from tracker.store import Store
 
 if TYPE_CHECKING:
     from tracker.checkpoints.manager import Deletion, Report
+    from tracker.store import Store
 
 SAMPLES = resources_dir() / "samples"
 # While an ingest runs, the runs table refreshes at most this often.
@@ -63,11 +70,14 @@ class AppServices(QObject):
     """Show a finding on the plots: a :class:`Focus` (None: no finding is selected)."""
     sig_sizing_requested = Signal(int)
     """Open the sizing wizard with this run's shape filled in (the wizard connects here)."""
+    sig_store_ready = Signal()
+    """The database opened (:meth:`open_store`): what needs it starts now."""
 
-    def __init__(self, store: Store, parent: QObject | None = None,
-                 refresh_ms: int = REFRESH_MS) -> None:
+    def __init__(self, store: Store | None = None, parent: QObject | None = None,
+                 refresh_ms: int = REFRESH_MS, clock: Callable[[], float] = time.time) -> None:
         super().__init__(parent)
         self.store = store
+        self.clock = clock  # seconds since the epoch; tests drive it to age running runs
         self.workers = WorkerPool()
         self.selected: list[int] = []
         self._ingest: Worker | None = None
@@ -75,7 +85,9 @@ class AppServices(QObject):
         self._queued: list[str] = []
         self._generation = 0  # bumped when the database changes: older answers are dropped
         self._probing = False
-        self.stale_after_s = STALE_AFTER_S
+        self._edits: deque[_Edit] = deque()  # written one at a time, in order
+        self._editing = False
+        self._stale_after_s = STALE_AFTER_S
         self._stale = QTimer(self, singleShot=True)  # a running run is about to go quiet
         self._stale.timeout.connect(self.sig_runs_changed)
         self._refresh = QTimer(self, singleShot=True, interval=refresh_ms)
@@ -91,11 +103,11 @@ class AppServices(QObject):
         ``prepare`` turns the runs into what ``on_done`` takes (a table's rows) on the
         worker as well, so that with thousands of runs the window only swaps them in.
         """
-        stale_after_s = self.stale_after_s
+        stale_after_s, store, now = self._stale_after_s, self.store, self.now()
 
         def read(_worker) -> tuple[Any, float | None]:
-            runs = self.store.runs()
-            soonest = liveness.apply(runs, datetime.now(UTC), stale_after_s)
+            runs = store.runs() if store is not None else []
+            soonest = liveness.apply(runs, now, stale_after_s)
             return (runs if prepare is None else prepare(runs)), soonest
 
         def done(result: tuple[Any, float | None]) -> None:
@@ -105,7 +117,20 @@ class AppServices(QObject):
         return self.workers.start(read, self._current(done), self._failed)
 
     def run_count(self) -> int:
-        return self.store.run_count()
+        return self.store.run_count() if self.store is not None else 0
+
+    def load_extras(self, on_done: Callable[[dict[int, dict[str, Any]]], None]) -> Worker:
+        """:meth:`extras` of every run, in the background."""
+        return self.workers.start(lambda _w: self.extras(), self._current(on_done), self._failed)
+
+    def extras(self, run_ids: list[int] | None = None) -> dict[int, dict[str, Any]]:
+        """Each run's config and stated summary (every run's for None), for query fields
+        that read them: call it on a worker (it reads every run's config)."""
+        from tracker.db.query import extras, matching_ids
+
+        with self.store.session() as session:
+            ids = matching_ids(session, None) if run_ids is None else run_ids
+            return extras(session, ids)
 
     def select(self, run_ids: list[int]) -> None:
         if run_ids != self.selected:
@@ -123,9 +148,11 @@ class AppServices(QObject):
         """
         paths = [str(p) for p in paths]
         if live:
-            if self.ingesting or not paths:
+            if self.ingesting or not paths or self.store is None:
                 return False
             self._start_ingest(lambda: paths, None)
+        elif self.store is None:  # read once the database is open
+            self._queued += [p for p in paths if p not in self._queued]
         elif self.ingesting:
             self._queued += [p for p in paths if p not in self._queued]
             if not self._live:
@@ -137,19 +164,23 @@ class AppServices(QObject):
 
     def reload(self) -> None:
         """Re-read every stored run's source: new points are appended, unchanged logs skipped."""
+        if self.store is None:
+            self.sig_message.emit("The database is still opening")
+            return
         if self.ingesting:
             self.sig_message.emit("An ingest is running; reload when it has finished")
             return
-        self._start_ingest(lambda: sorted({r.source_path for r in self.store.runs()}), [])
+        store = self.store
+        self._start_ingest(lambda: sorted({r.source_path for r in store.runs()}), [])
 
     def _start_ingest(self, paths: Callable[[], list[str]], shown: list[str] | None) -> None:
         """Run an ingest of ``paths()`` (worked out in the worker); ``shown`` is [] for "all",
         None for a quiet live ingest."""
         from tracker.ingest import ingest
 
-        self._live = shown is None
+        self._live, store = shown is None, self.store
         self._ingest = self.workers.start(
-            lambda w: ingest(self.store, paths(), progress=w.report, cancel=w.cancelled),
+            lambda w: ingest(store, paths(), progress=w.report, cancel=w.cancelled),
             self._ingest_done, self._ingest_failed, self._ingest_progress,
         )
         if shown is not None:
@@ -189,6 +220,9 @@ class AppServices(QObject):
             self.sig_runs_changed.emit()
         if not report.ok and self.remote:
             self.check_connection()
+        self._ingest_queued()
+
+    def _ingest_queued(self) -> None:
         queued, self._queued = self._queued, []
         if queued:
             self.ingest(queued)
@@ -247,29 +281,46 @@ class AppServices(QObject):
 
     def runs(self, run_ids: list[int]) -> list[RunSummary]:
         """Summaries of a few runs, in the order asked (for details and compare)."""
+        if self.store is None:
+            return []
         found = {r.id: r for r in self._with_live(self.store.runs(run_ids))}
         return [found[i] for i in run_ids if i in found]
 
-    # ---- Edits (each one short transaction; views refresh on sig_runs_changed)
+    # ---- Edits (each one short transaction in the pool, one after the other, in the order asked;
+    #      views refresh on sig_runs_changed, and a failure is said in the status bar)
 
     def rename(self, run_id: int, name: str) -> None:
-        self._edit(lambda: self.store.rename(run_id, name.strip()))
+        self.edit(lambda store: store.rename(run_id, name.strip()), "rename the run")
 
     def set_tags(self, run_id: int, tags: Iterable[str]) -> None:
-        self._edit(lambda: self.store.set_tags(run_id, tags))
+        tags = list(tags)
+        self.edit(lambda store: store.set_tags(run_id, tags), "save the tags")
 
     def add_tags(self, run_ids: Iterable[int], tags: Iterable[str]) -> None:
-        tags = list(tags)
-        for run in self.runs(list(run_ids)):
-            self.store.set_tags(run.id, [*run.tags, *tags])
-        self.sig_runs_changed.emit()
+        ids, tags = list(run_ids), list(tags)
+
+        def add(store: Store) -> None:
+            for run in store.runs(ids):
+                store.set_tags(run.id, [*run.tags, *tags])
+
+        self.edit(add, "add the tags")
 
     def set_notes(self, run_id: int, notes: str) -> None:
-        self._edit(lambda: self.store.set_notes(run_id, notes))
+        self.edit(lambda store: store.set_notes(run_id, notes), "save the notes")
 
     def set_colour(self, run_id: int, colour: str) -> None:
         """The run's colour in every view, as the user chose it."""
-        self._edit(lambda: self.store.set_colour(run_id, colour))
+        self.edit(lambda store: store.set_colour(run_id, colour), "set the colour")
+
+    def set_excluded_from_fit(self, run_ids: Iterable[int], excluded: bool) -> None:
+        """Keep runs out of the memory model's calibration (or let them back in)."""
+        ids = list(run_ids)
+
+        def change(store: Store) -> None:
+            for run_id in ids:
+                store.set_exclude_from_fit(run_id, excluded)
+
+        self.edit(change, "change the calibration's runs")
 
     def merge_runs(self, run_ids: list[int]) -> None:
         """Make the runs one job: the first takes the others in as parts (their logs and
@@ -277,38 +328,66 @@ class AppServices(QObject):
         def done(notes: list[str]) -> None:
             self.sig_message.emit("; ".join(notes))
             self.select(run_ids[:1])
-            self.sig_runs_changed.emit()
 
-        self.workers.start(lambda _w: self.store.merge_runs(run_ids[0], run_ids[1:]), done,
-                           self.sig_message.emit)
+        self.edit(lambda store: store.merge_runs(run_ids[0], run_ids[1:]), "merge the runs",
+                  done)
 
     def split_part(self, part_id: int) -> None:
-        """Make a log that joined a run a run of its own again (in the background: its log is
-        read again)."""
-        def done(run_id: int) -> None:
-            self.sig_message.emit(f"Split off as run {run_id}")
-            self.sig_runs_changed.emit()
-
-        self.workers.start(lambda _w: self.store.split_part(part_id), done, self.sig_message.emit)
+        """Make a log that joined a run a run of its own again (its log is read again)."""
+        self.edit(lambda store: store.split_part(part_id), "split the run",
+                  lambda run_id: self.sig_message.emit(f"Split off as run {run_id}"))
 
     def parts(self, run_id: int) -> list[PartInfo]:
         return self.store.parts(run_id)
 
     def set_shape_field(self, run_id: int, name: str, value: Any) -> None:
-        self._edit(lambda: self.store.set_shape_field(run_id, name, value))
+        self.edit(lambda store: store.set_shape_field(run_id, name, value), f"save {name}")
 
-    def delete_runs(self, run_ids: Iterable[int]) -> int:
+    def delete_runs(self, run_ids: Iterable[int]) -> None:
         """Remove runs from the database (never the user's files)."""
         ids = list(run_ids)
-        deleted = self.store.delete_runs(ids)
         self.selected = [i for i in self.selected if i not in ids]
-        self.sig_runs_changed.emit()
         self.sig_selection_changed.emit(self.selected)
-        return deleted
+        self.edit(lambda store: store.delete_runs(ids), "delete the runs")
 
-    def _edit(self, change: Callable[[], None]) -> None:
-        change()
-        self.sig_runs_changed.emit()
+    def edit(self, change: Callable[[Store], Any], what: str,
+             on_done: Callable[[Any], None] | None = None,
+             on_error: Callable[[str], None] | None = None, runs_changed: bool = True) -> None:
+        """Run ``change(store)`` in the pool after the edits asked before it; then
+        ``on_done(result)`` and ``sig_runs_changed`` (unless it changes no run), or on failure
+        ``on_error(why)`` (by default "Could not {what}: why" in the status bar)."""
+        if on_error is None:
+            on_error = lambda why: self._failed(f"Could not {what}: {why}")  # noqa: E731
+        self._edits.append(_Edit(change, self.store, on_done, on_error, runs_changed))
+        self._next_edit()
+
+    @property
+    def editing(self) -> bool:
+        """An edit is being written or waits for one that is."""
+        return self._editing or bool(self._edits)
+
+    def _next_edit(self) -> None:
+        if self._editing or not self._edits or self.store is None:
+            return
+        edit, self._editing = self._edits.popleft(), True
+        store = edit.store if edit.store is not None else self.store  # asked on, even if switched
+
+        def done(result: Any) -> None:
+            self._editing = False
+            if edit.on_done is not None:
+                edit.on_done(result)
+            if edit.runs_changed:
+                self.sig_runs_changed.emit()
+            self._next_edit()
+
+        def failed(message: str) -> None:
+            self._editing = False
+            edit.on_error(message)
+            if edit.runs_changed:
+                self.sig_runs_changed.emit()  # show what is stored, not what was typed
+            self._next_edit()
+
+        self.workers.start(lambda _w: edit.change(store), done, failed)
 
     # ---- Checkpoints (the answers come from stored rows; only a rescan reads the disk)
 
@@ -400,9 +479,19 @@ class AppServices(QObject):
 
     # ---- Live status and the database in use
 
+    def now(self) -> datetime:
+        """The services' clock, as an aware datetime."""
+        return datetime.fromtimestamp(self.clock(), UTC)
+
+    def set_stale_after(self, seconds: float) -> None:
+        """How long a running run may stay silent before it is shown as "crashed?"."""
+        if seconds != self._stale_after_s:
+            self._stale_after_s = seconds
+            self.sig_runs_changed.emit()
+
     def _with_live(self, runs: list[RunSummary]) -> list[RunSummary]:
         """Runs with the status to show now."""
-        self._watch_stale(liveness.apply(runs, datetime.now(UTC), self.stale_after_s))
+        self._watch_stale(liveness.apply(runs, self.now(), self._stale_after_s))
         return runs
 
     def _watch_stale(self, soonest: float | None) -> None:
@@ -412,9 +501,39 @@ class AppServices(QObject):
                 self._stale.start(max(0, int(soonest * 1000)) + 50)
 
     @property
+    def ready(self) -> bool:
+        """The database is open."""
+        return self.store is not None
+
+    def open_store(self, open_: Callable[[], Store],
+                   on_error: Callable[[str], None]) -> Worker:
+        """Open the database in the pool (importing the ORM and checking the schema take
+        a while): ``sig_store_ready`` when it is open, then queued ingests start."""
+        def opened(store: Store) -> None:
+            self.store = store
+            self.sig_store_ready.emit()
+            self.sig_runs_changed.emit()
+            self._next_edit()
+            self._ingest_queued()
+
+        return self.workers.start(lambda _w: open_(), opened, on_error)
+
+    @property
+    def display_url(self) -> str:
+        """Where the database is, password hidden ("" while it opens)."""
+        return self.store.display_url if self.store is not None else ""
+
+    @property
+    def on_default_database(self) -> bool:
+        """The app is on the local database it opens by default (not one ``--db`` named)."""
+        from tracker.db.engine import default_url
+
+        return self.store is not None and self.store.url == default_url()
+
+    @property
     def remote(self) -> bool:
         """The database is a server (a team tracker), which a network can take away."""
-        return not self.store.url.startswith("sqlite")
+        return self.store is not None and not self.store.url.startswith("sqlite")
 
     def switch_store(self, store: Store, label: str) -> bool:
         """Work on ``store`` from now on (the caller keeps and closes the other); not mid-ingest."""
@@ -458,7 +577,17 @@ class AppServices(QObject):
         file's transaction is not committed, so nothing of it is stored."""
         self._generation += 1  # answers still on their way are dropped, not drawn
         self.workers.shutdown(wait_ms)
-        self.store.close()
+        if self.store is not None:
+            self.store.close()
+
+
+@dataclass(frozen=True)
+class _Edit:
+    change: Callable[[Store], Any]
+    store: Store | None  # None: asked while the database was opening
+    on_done: Callable[[Any], None] | None
+    on_error: Callable[[str], None]
+    runs_changed: bool
 
 
 def series_version(run: RunSummary) -> tuple:

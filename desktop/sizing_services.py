@@ -1,7 +1,7 @@
 """The sizing wizard's and calibration view's door to the tracker, beside :class:`AppServices`.
 
-One per app: :func:`sizing_for` finds (or makes) it as a child of the app's
-services, so the wizard and the calibration view share its cache. The
+One per app, built by the composition root (desktop/composition.py), so the
+wizard, the calibration view and the scatter plots share its cache. The
 calibration fit (leave-one-out over every stored run with a peak) is
 computed once in the pool and kept; when runs change it is refreshed in the
 background, one fit at a time (changes during a fit queue one more), and
@@ -18,17 +18,15 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from core.gpus import GPU
-from core.memory import ModelSpec, Setup, SetupError, check
-from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
-from core.models import ModelError
-from core.planner import Plan
-from core.shape import RunShape
-from core.sizing import CardAnswer, Sizer
 from desktop.presenters.calibration_view import Summary, summarise
 from desktop.workers import Worker
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the memory model and planner load when first used, after the window shows
+    from core.gpus import GPU
+    from core.memory import ModelSpec, Setup
+    from core.planner import Plan
+    from core.shape import RunShape
+    from core.sizing import CardAnswer, Sizer
     from desktop.services import AppServices
     from tracker.store import Store
 
@@ -59,6 +57,8 @@ class SizingServices(QObject):
         self._fitting: Worker | None = None
         self._stale = True
         self._again = False
+        self._refit_now = False  # the next change of runs is the user's exclusion
+        self._asked = False  # a view wants the fit: keep it fresh
         self._later = QTimer(self, singleShot=True, interval=REFIT_AFTER_MS)
         self._later.timeout.connect(self.refit)
         services.sig_runs_changed.connect(self._on_runs_changed)
@@ -72,26 +72,31 @@ class SizingServices(QObject):
         return self.summary
 
     def refit(self) -> None:
+        self._asked = True
         if self._fitting is not None:
             self._again = True
             return
+        if not self._services.ready:
+            return  # fitted when the database opens (the runs change then)
         self._stale = False
         store = self._services.store
         self._fitting = self._services.workers.start(
             lambda _w: fit_store(store), self._on_fitted, self._on_fit_failed)
 
     def set_excluded(self, run_ids: list[int], excluded: bool) -> None:
-        """Keep runs out of the fit (or let them back in); persisted in the store."""
-        for run_id in run_ids:
-            self._services.store.set_exclude_from_fit(run_id, excluded)
-        self._services.sig_runs_changed.emit()
-        self._later.stop()
-        self.refit()  # the user is waiting for this one
+        """Keep runs out of the fit (or let them back in); persisted in the store, then fitted
+        again at once (the user is waiting for this one)."""
+        self._services.set_excluded_from_fit(run_ids, excluded)
+        self._refit_now = True
 
     def _on_runs_changed(self) -> None:
         self._stale = True
-        if self.summary is not None or self._fitting is not None:
-            self._later.start()  # someone has asked for it: keep it fresh
+        if self._refit_now:
+            self._refit_now = False
+            self._later.stop()
+            self.refit()
+        elif self._asked:
+            self._later.start()  # someone has asked for it (maybe before the store opened)
 
     def _on_fitted(self, summary: Summary) -> None:
         self._fitting = None
@@ -115,6 +120,8 @@ class SizingServices(QObject):
 
     def run_inputs(self, run_id: int) -> RunInputs:
         """One run's inputs (raises ValueError with a one-line reason when its shape is lacking)."""
+        from core.models import ModelError
+
         runs = self._services.runs([run_id])
         if not runs:
             raise ModelError(f"run {run_id} is no longer in the database")
@@ -158,11 +165,6 @@ def simulate_step(spec: ModelSpec, setup: Setup, worker: Worker):
         return None
 
 
-def sizing_for(services: AppServices) -> SizingServices:
-    """The app's one :class:`SizingServices` (made on first use)."""
-    return services.findChild(SizingServices) or SizingServices(services)
-
-
 def fit_store(store: Store) -> Summary:
     """The leave-one-out fit of the store's runs, summarised for the views."""
     from tracker.calibration import NO_PEAK, calibrate
@@ -185,6 +187,10 @@ def sizable_runs(store: Store) -> list[RunInputs]:
 
 
 def _inputs(run_id: int, name: str, shape: RunShape) -> RunInputs:
+    from core.memory import SetupError, check
+    from core.memory.from_shape import ShapeIncomplete, inputs_from_shape
+    from core.models import ModelError
+
     try:
         spec, setup, _ = inputs_from_shape(shape)
         check(spec, setup)

@@ -32,7 +32,8 @@ class TeamServices(QObject):
     def __init__(self, services: AppServices, settings: Settings) -> None:
         super().__init__(services)
         self._services, self._settings = services, settings
-        self.home = services.store  # the database the app opened with
+        self.home = services.store  # the database the app opened with (once it has opened)
+        services.sig_store_ready.connect(lambda: setattr(self, "home", services.store))
         self.team_store: Store | None = None
         self.connection = Connection.from_settings(settings.team_connection())
         self.copying = False

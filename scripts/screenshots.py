@@ -44,13 +44,16 @@ def main() -> None:
     home = tempfile.mkdtemp(prefix="headroom-shots-")
     os.environ["HEADROOM_HOME"] = home  # never the user's database or settings
     from desktop.app import make_app
+    from desktop.composition import compose
     from desktop.main_window import MainWindow
     from desktop.services import AppServices
     from desktop.settings import Settings
     from tracker.store import Store
 
     app = make_app()
-    window = MainWindow(AppServices(Store(str(Path(home) / "shots.db"))), Settings())
+    settings = Settings()
+    window = MainWindow(compose(AppServices(Store(str(Path(home) / "shots.db"))), settings),
+                        settings)
     window.resize(*SIZE)
     window.show()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -386,7 +389,6 @@ def shoot_compare(app, window, home: Path) -> None:
     parallel coordinates with a brush on the memory peak, the runs table filtered by it."""
     if ONLY and not ONLY & COMPARE_SHOTS:
         return
-    from desktop.compare_services import compare_for
     from desktop.presenters.groups import Grouping
     from tests.producers import train_hf
     from tracker.record import HFCallback
@@ -399,7 +401,7 @@ def shoot_compare(app, window, home: Path) -> None:
     window.splitter.setSizes([470, COMPARE_SIZE[0] - 470])
     for name in ("ingest", "findings", "watch"):
         window.panels[name].hide()
-    compare = compare_for(window.services)
+    compare = window.composed.compare
     compare.set_grouping(Grouping(by=r"name~-seed\d+", members=True))
     select(app, window, [run.name for run in runs])
     window.tabs.setCurrentWidget(window.panels["plots"])

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 from core.calibration import HUBER, NOISE, PARAMS, Calibration, GroupFit, Sample, trust
 from core.memory import GIB, estimate
-from tracker.calibration import EXCLUDED as RUN_EXCLUDED
-from tracker.calibration import NO_PEAK
 
 # Beyond twice the Huber threshold a run's residual gets under half weight in the fit.
 OUTLIER = 2 * HUBER * NOISE
@@ -88,7 +86,9 @@ class Skipped:
 
     @property
     def excluded(self) -> bool:
-        return self.reason == RUN_EXCLUDED
+        from tracker.calibration import EXCLUDED  # the module loads the ORM: not at start
+
+        return self.reason == EXCLUDED
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,8 @@ class Summary:
 def summarise(calibration: Calibration, skipped: dict[int, str],
               names: dict[int, str]) -> Summary:
     """Everything the view shows, from a leave-one-out fit and the runs it could not use."""
+    from tracker.calibration import NO_PEAK
+
     points = [_point(calibration, s, names) for s in calibration.samples]
     groups = [_group_row(g) for g in calibration.ranked_groups()]
     listed = [Skipped(run_id, names.get(run_id, f"run {run_id}"), why)

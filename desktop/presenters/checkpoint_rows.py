@@ -11,14 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from core.checkpoints import Checkpoint, is_eval_metric, metric_mode
 from core.metrics import size_text
 from core.resume import ResumeAdvice, why_none
 from desktop.presenters import formatting as fmt
 from tracker.checkpoints.inspect import UNKNOWN
-from tracker.checkpoints.lineage import Lineage
-from tracker.checkpoints.manager import Report
+
+if TYPE_CHECKING:  # the manager and lineage load the ORM: the window shows first
+    from tracker.checkpoints.lineage import Lineage
+    from tracker.checkpoints.manager import Report
 
 # Column title and what the part is, for the completeness icons.
 PART_NAMES: dict[str, tuple[str, str]] = {

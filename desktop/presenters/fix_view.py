@@ -8,8 +8,6 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from tracker.fix import failure_text
-
 if TYPE_CHECKING:
     from tracker.store import Store
 
@@ -21,6 +19,8 @@ NOTHING = ("No change on these GPUs, more of them or a bigger card fits with the
 
 def heading(report: dict[str, Any]) -> str:
     """The run, its card, and what the failure says, as rich text."""
+    from tracker.fix import failure_text  # it loads the store: not before the window shows
+
     name = html.escape(str(report["name"]))
     return (f"<b>{name}</b>: {html.escape(str(report['model']))} on {report['gpus']} × "
             f"{html.escape(str(report['gpu']))}, global batch {report['global_batch']}"

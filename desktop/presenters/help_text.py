@@ -10,7 +10,6 @@ from __future__ import annotations
 import platform
 import re
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -39,6 +38,8 @@ def readme() -> tuple[str, Path | None]:
     """The README's text and the folder its images are relative to (None when installed)."""
     if README.is_file():
         return README.read_text(encoding="utf-8"), README.parent
+    from importlib import metadata  # slow to import, and only the installed app needs it
+
     try:
         return metadata.metadata("headroom").get_payload() or "", None
     except metadata.PackageNotFoundError:

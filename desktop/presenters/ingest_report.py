@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
-from tracker.ingest import STATUSES, IngestReport
+if TYPE_CHECKING:  # the ingest module loads the ORM: the window shows before it is needed
+    from tracker.ingest import IngestReport
 
 # Status -> colour of its label (errors red, duplicates grey: nothing went wrong).
 STATUS_COLOURS = {
@@ -87,6 +89,8 @@ def _detail(result) -> str:
 
 def summary(report: IngestReport) -> str:
     """One line: "3 ingested, 1 duplicate, 1 error" (and whether it was cancelled)."""
+    from tracker.ingest import STATUSES
+
     counts = report.counts()
     parts = [f"{counts[s]} {s if counts[s] == 1 or s != 'error' else 'errors'}"
              for s in STATUSES if counts[s]]

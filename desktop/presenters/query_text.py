@@ -9,6 +9,12 @@ written a field at a time.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+from tracker import fields
+from tracker.query import Query, compile
+
+__all__ = ["Query", "complete", "field_names", "is_query", "parse", "word_at"]
 
 QUERY_SIGNS = re.compile(r"==|!=|<|>|~|\b(?:in|and|or|not)\b")
 # A field name as typed: dotted words.
@@ -18,6 +24,16 @@ _WORD = re.compile(r"[A-Za-z_][\w.]*$")
 def is_query(text: str) -> bool:
     """Whether the filter box holds a query rather than words to look for."""
     return bool(QUERY_SIGNS.search(_without_strings(text)))
+
+
+def parse(text: str, metrics: Iterable[str]) -> Query:
+    """The query in the box, with these runs' metrics as fields (raises QueryError)."""
+    return compile(text, list(metrics))
+
+
+def field_names(metrics: Iterable[str] = ()) -> list[str]:
+    """Every field a query may name, these metrics' summaries among them, for completion."""
+    return fields.names(list(metrics))
 
 
 def _without_strings(text: str) -> str:

@@ -17,7 +17,6 @@ from typing import Any
 
 from core.shape import ATTENTION, LOSSES, METHODS, PRECISIONS, RECOMPUTE, RunShape
 from desktop.presenters.formatting import MISSING, setting
-from tracker.db.runs import USER_SOURCE
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "family", "n_params", "n_trainable_params", "n_layers", "hidden",
@@ -83,6 +82,8 @@ def label(name: str) -> str:
 
 
 def source_label(source: str) -> str:
+    from tracker.db.runs import USER_SOURCE  # the module loads the ORM: not at start
+
     return "you" if source == USER_SOURCE else source
 
 

@@ -18,10 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.alert_services import AlertServices
+from desktop.alert_services import KINDS, AlertConfig, AlertServices
 from desktop.compare_services import CompareServices
 from desktop.settings import Settings
-from tracker import alerts
 
 HOOK_HINT = "e.g. notify-send Headroom {message}   ({kind} {run} {run_id} {message} {folder})"
 
@@ -58,7 +57,7 @@ class AlertIndicator(QToolButton):
                                                                self.window()).exec())
 
     def _clear(self) -> None:
-        self._service.recent = []
+        self._service.clear_recent()
         self._update()
 
 
@@ -92,13 +91,13 @@ class AlertsDialog(QDialog):
         layout.addWidget(buttons)
         self.resize(720, 360)
 
-    def _table(self, config: alerts.AlertConfig) -> QTableWidget:
-        table = QTableWidget(len(self.folders), len(alerts.KINDS))
-        table.setHorizontalHeaderLabels(list(alerts.KINDS))
+    def _table(self, config: AlertConfig) -> QTableWidget:
+        table = QTableWidget(len(self.folders), len(KINDS))
+        table.setHorizontalHeaderLabels(list(KINDS))
         table.setVerticalHeaderLabels(self.folders)
         for row, folder in enumerate(self.folders):
             wanted = config.kinds_for(folder)
-            for column, (kind, what) in enumerate(alerts.KINDS.items()):
+            for column, (kind, what) in enumerate(KINDS.items()):
                 item = QTableWidgetItem()
                 item.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
                 item.setCheckState(Qt.CheckState.Checked if kind in wanted
@@ -107,16 +106,16 @@ class AlertsDialog(QDialog):
                 table.setItem(row, column, item)
         return table
 
-    def config(self) -> alerts.AlertConfig:
+    def config(self) -> AlertConfig:
         """The settings as the dialog shows them."""
-        kinds = list(alerts.KINDS)
+        kinds = list(KINDS)
         folders = {}
         for row, folder in enumerate(self.folders):
             wanted = [kinds[c] for c in range(len(kinds))
                       if self.table.item(row, c).checkState() == Qt.CheckState.Checked]
             folders[folder] = wanted
-        return alerts.AlertConfig(self.hook.text().strip(), self.webhook.text().strip(),
-                                  self.quiet.value(), folders)
+        return AlertConfig(self.hook.text().strip(), self.webhook.text().strip(),
+                           self.quiet.value(), folders)
 
     def accept(self) -> None:
         self._service.set_config(self.config())

@@ -33,8 +33,7 @@ from desktop.presenters.calibration_view import (
     coefficient_labels,
     group_title,
 )
-from desktop.services import AppServices
-from desktop.sizing_services import sizing_for
+from desktop.sizing_services import SizingServices
 
 if TYPE_CHECKING:
     from desktop.views.calibration_plot import CalibrationPlot
@@ -51,9 +50,9 @@ RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
 
 class CalibrationPanel(QWidget):
-    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+    def __init__(self, sizing: SizingServices, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._sizing = sizing_for(services)
+        self._sizing = sizing
         self.summary: Summary | None = None
         self.headline = QLabel("Fitting the memory model to your runs…", wordWrap=True,
                                objectName="headline")

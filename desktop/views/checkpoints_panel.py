@@ -11,6 +11,7 @@ disk again in the background; "Plan retention…" proposes what could go.
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QFont, QGuiApplication
@@ -39,7 +40,6 @@ from desktop.presenters.checkpoint_rows import CheckpointItem
 from desktop.services import AppServices
 from desktop.views import retention_dialog
 from desktop.widgets.badges import BadgeDelegate, CenteredIconDelegate
-from tracker.checkpoints.manager import Report
 
 SELECT_RUN = "Select a run to see its checkpoints."
 NONE_FOUND = (
@@ -51,6 +51,9 @@ WARNING_STYLE = "color: #8d6e00;"
 MUTED_STYLE = "color: #616e7c;"
 WIDTHS = {"step": 50, "badges": 100, "status": 80, "loss": 58, "metric": 70, "size": 70,
           "written": 92, **dict.fromkeys(PARTS, 41)}
+
+if TYPE_CHECKING:
+    from desktop.services import Report
 
 
 class CheckpointsPanel(QWidget):

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTreeView, QVBoxLayout, QWidget
 
-from desktop.compare_services import compare_for
+from desktop.compare_services import CompareServices
 from desktop.presenters import compare
 from desktop.presenters.plot_data import colour
 from desktop.services import AppServices
@@ -16,7 +16,8 @@ _DIFFERS = QBrush(QColor("#fff4ce"))
 
 
 class CompareView(QWidget):
-    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+    def __init__(self, services: AppServices, compare: CompareServices,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._services = services
         self._stale = True
@@ -37,7 +38,7 @@ class CompareView(QWidget):
         layout.addWidget(self.tree)
         services.sig_selection_changed.connect(self.refresh)
         services.sig_runs_changed.connect(self.refresh)
-        self._compare = compare_for(services)
+        self._compare = compare
         self._compare.sig_grouping_changed.connect(self.refresh)
 
     def refresh(self) -> None:

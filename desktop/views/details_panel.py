@@ -25,11 +25,10 @@ from PySide6.QtWidgets import (
 from desktop.presenters import formatting as fmt
 from desktop.presenters import shape_fields
 from desktop.presenters.plot_data import title
-from desktop.services import AppServices
+from desktop.services import AppServices, RunSummary
 from desktop.views.config_tree import ConfigTree
 from desktop.views.run_files import RunFiles
 from desktop.views.shape_editor import ShapeEditor
-from tracker.model import RunSummary
 
 SELECT_A_RUN = "Select a run in the table to see its details."
 STAT_HEADERS = ("Metric", "Points", "Steps", "Min", "Max", "Last", "First NaN/Inf")

@@ -23,12 +23,11 @@ from PySide6.QtWidgets import (
     QWidgetAction,
 )
 
-from desktop.compare_services import compare_for
+from desktop.compare_services import CompareServices
 from desktop.presenters import group_choices, plot_data
 from desktop.presenters.groups import BANDS, STATS, GroupCurve, Grouping, group_panels
 from desktop.presenters.plot_data import PlotSpec
 from desktop.services import AppServices
-from desktop.settings import Settings
 
 CENTRE_WIDTH = 2.2
 LABEL_CHARS = 14
@@ -37,11 +36,11 @@ LABEL_CHARS = 14
 class GroupPlot(QObject):
     """Groups the plotted runs as the shared :class:`Grouping` says."""
 
-    def __init__(self, services: AppServices, settings: Settings, redraw: Callable[[], None],
+    def __init__(self, services: AppServices, compare: CompareServices, redraw: Callable[[], None],
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._compare = compare_for(services, settings)
+        self._compare = compare
         self._groups: list[list[GroupCurve]] = []
         self.bar = GroupBar(self._compare.grouping, self._suggestions)
         self.bar.sig_changed.connect(self._compare.set_grouping)

@@ -10,19 +10,18 @@ from __future__ import annotations
 from PySide6.QtCore import QModelIndex
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from desktop.compare_services import compare_for
+from desktop.compare_services import CompareServices
 from desktop.models.group_model import GroupTableModel
 from desktop.presenters import group_table
 from desktop.services import AppServices
-from desktop.settings import Settings
 
 
 class GroupsPanel(QWidget):
-    def __init__(self, services: AppServices, settings: Settings,
+    def __init__(self, services: AppServices, compare: CompareServices,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._compare = compare_for(services, settings)
+        self._compare = compare
         self.title = QLabel()
         self.title.setStyleSheet("color: #52606d;")
         self.model = GroupTableModel(self)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.compare_services import CompareServices
 from desktop.presenters import plot_axes, plot_data
 from desktop.presenters.plot_data import PlotSpec, PlottedRun
 from desktop.presenters.plot_marks import Focus
@@ -50,7 +51,7 @@ Contributor = Callable[[PlotSpec, list[PlottedRun]], None]
 
 
 class PlotsPanel(QWidget):
-    def __init__(self, services: AppServices, settings: Settings,
+    def __init__(self, services: AppServices, settings: Settings, compare: CompareServices,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._services, self._settings = services, settings
@@ -70,7 +71,7 @@ class PlotsPanel(QWidget):
         self.toolbar.sig_export.connect(self.export_dialog)
         self.toolbar.metrics_menu.aboutToShow.connect(self._fill_metrics_menu)
         self.legend = PlotLegend(self.highlight)
-        self.groups = GroupPlot(services, settings, self.rebuild, self)  # bands of run groups
+        self.groups = GroupPlot(services, compare, self.rebuild, self)  # bands of run groups
         self.toolbar.add_tool(self.groups.bar)
         self._make_plots()
         self._layout()

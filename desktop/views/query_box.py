@@ -1,7 +1,7 @@
 """The runs panel's filter box as a query editor: completion, errors at their column, saved filters.
 
 Words still filter as before; a query (``method == "lora" and peak_gib >
-40``) is compiled by :mod:`tracker.query` and each run held by the table is
+40``) is compiled (desktop/presenters/query_text.py) and each run held by the table is
 checked against it, with the same meaning ``headroom runs --where`` has. A
 mistake turns the box red and says where, in the line under it. Field names
 complete as they are typed; the box's saved-filters button keeps queries by name.
@@ -10,6 +10,7 @@ complete as they are typed; the box's saved-filters button keeps queries by name
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QPoint, QStringListModel, Qt
 from PySide6.QtGui import QAction
@@ -19,8 +20,9 @@ from core.query import QueryError
 from desktop.presenters import query_text
 from desktop.services import AppServices
 from desktop.settings import Settings
-from tracker import fields
-from tracker.query import Query, compile
+
+if TYPE_CHECKING:
+    from desktop.presenters.query_text import Query
 
 MIN_PREFIX = 2
 MIN_EDIT_WIDTH = 36
@@ -39,7 +41,7 @@ class QueryBox(QObject):
         self.error_label = QLabel(wordWrap=True)
         self.error_label.setStyleSheet("color: #c62828;")
         self.error_label.hide()
-        self.names = QStringListModel(fields.names(), self)
+        self.names = QStringListModel(query_text.field_names(), self)
         self.completer = QCompleter(self.names, self)
         self.completer.setWidget(edit)
         self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
@@ -62,7 +64,7 @@ class QueryBox(QObject):
         metrics = sorted(set(metrics))
         if metrics != self._metrics:
             self._metrics = metrics
-            self.names.setStringList(fields.names(metrics))
+            self.names.setStringList(query_text.field_names(metrics))
 
     def query(self) -> Query | None:
         """The compiled query in the box (None for words, or for a query with a mistake)."""
@@ -70,7 +72,7 @@ class QueryBox(QObject):
         compiled, error = None, ""
         if query_text.is_query(text):
             try:
-                compiled = compile(text, self._metrics)
+                compiled = query_text.parse(text, self._metrics)
             except QueryError as err:
                 error = f"{err}  ·  {text[:err.column - 1]}▸{text[err.column - 1:]}"
         self._show_error(error)
@@ -91,19 +93,11 @@ class QueryBox(QObject):
         self.edit.setStyleSheet("QLineEdit { border: 1px solid #c62828; }" if message else "")
 
     def _load_extras(self) -> None:
-        from tracker.db.query import extras, matching_ids
+        self._services.load_extras(self._on_extras)
 
-        store = self._services.store
-
-        def read(_worker) -> dict[int, dict]:
-            with store.session() as session:
-                return extras(session, matching_ids(session, None))
-
-        def done(found: dict[int, dict]) -> None:
-            self.extras = found
-            self._refilter()
-
-        self._services.workers.start(read, done, self._services.sig_message.emit)
+    def _on_extras(self, found: dict[int, dict]) -> None:
+        self.extras = found
+        self._refilter()
 
     # ---- Completion
 

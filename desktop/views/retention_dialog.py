@@ -10,6 +10,7 @@ reports what moved and what could not.
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
@@ -31,7 +32,6 @@ from core.metrics import size_text
 from core.retention import RetentionError, RetentionPlan
 from desktop.presenters import checkpoint_rows as present
 from desktop.services import AppServices
-from tracker.checkpoints.manager import Report
 
 HEADERS = ("", "Step", "Checkpoint", "Size", "Why it stays")
 ALWAYS_KEPT = ("Always kept, whatever the numbers: the best, the latest complete checkpoint "
@@ -39,6 +39,9 @@ ALWAYS_KEPT = ("Always kept, whatever the numbers: the best, the latest complete
                "resumed from.")
 KEEP, DELETE = QColor("#2e7d32"), QColor("#c62828")
 MAX_LISTED = 12
+
+if TYPE_CHECKING:
+    from desktop.services import Report
 
 
 def confirm(parent: QWidget, plan: RetentionPlan) -> bool:

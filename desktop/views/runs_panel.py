@@ -25,10 +25,9 @@ from PySide6.QtWidgets import (
 from desktop import dialogs
 from desktop.models.run_table_model import RUN_ID_ROLE, RunFilterProxy, RunTableModel
 from desktop.presenters.run_columns import COLUMN_INDEX, COLUMNS, RunRow, make_rows
-from desktop.services import AppServices
+from desktop.services import AppServices, RunSummary
 from desktop.settings import Settings
 from desktop.views.query_box import QueryBox
-from tracker.model import RunSummary
 
 ALL = "All"
 # Widths that fit typical content without a resize pass over thousands of rows.

@@ -25,12 +25,12 @@ from PySide6.QtWidgets import (
 )
 
 from core.query import QueryError
-from desktop.compare_services import compare_for
+from desktop.compare_services import CompareServices
 from desktop.presenters import parallel, scatter
 from desktop.presenters.plot_data import PALETTE
 from desktop.services import AppServices
 from desktop.settings import Settings
-from desktop.sizing_services import sizing_for
+from desktop.sizing_services import SizingServices
 
 SELECT_RUNS = "Ingest runs to compare their results."
 BRUSH_DELAY_MS = 250
@@ -39,12 +39,11 @@ MISSING_COLOUR = "#9aa5b1"
 
 
 class ScatterPanel(QWidget):
-    def __init__(self, services: AppServices, settings: Settings,
-                 parent: QWidget | None = None) -> None:
+    def __init__(self, services: AppServices, settings: Settings, compare: CompareServices,
+                 sizing: SizingServices, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._compare = compare_for(services, settings)
-        self._sizing = sizing_for(services)
+        self._compare, self._sizing = compare, sizing
         self._runs: list = []
         self._extras: dict[int, dict] = {}
         self._stale = True
@@ -145,15 +144,9 @@ class ScatterPanel(QWidget):
 
     def _load(self) -> None:
         self._stale = False
-        store = self._services.store
-
-        def with_extras(runs):
-            from tracker.db.query import extras
-
-            with store.session() as session:
-                return runs, extras(session, [r.id for r in runs])
-
-        self._services.load_runs(self._on_loaded, prepare=with_extras)
+        extras = self._services.extras
+        self._services.load_runs(self._on_loaded,
+                                 prepare=lambda runs: (runs, extras([r.id for r in runs])))
 
     def _on_loaded(self, loaded) -> None:
         self._runs, self._extras = loaded

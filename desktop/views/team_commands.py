@@ -18,7 +18,6 @@ from desktop.services import AppServices
 from desktop.settings import Settings
 from desktop.team_services import TeamServices
 from desktop.views.connect_dialog import ConnectDialog
-from tracker.db.engine import default_url
 
 
 def ask_password(parent: QWidget, connection: Connection) -> str | None:
@@ -42,18 +41,21 @@ def ask_switch_back(parent: QWidget, reason: str) -> bool:
 
 
 class TeamCommands(QObject):
-    def __init__(self, window: QMainWindow, services: AppServices, settings: Settings,
-                 actions: dict[str, QAction]) -> None:
+    def __init__(self, window: QMainWindow, services: AppServices, team: TeamServices,
+                 settings: Settings, actions: dict[str, QAction]) -> None:
         super().__init__(window)
         self._window, self._services, self._settings = window, services, settings
         self._actions = actions
-        self.team = TeamServices(services, settings)
+        self.team = team
         self._asking = False
         services.sig_connection_lost.connect(self._on_lost)
         services.sig_selection_changed.connect(self._enable)
         services.sig_database_changed.connect(self._enable)
         self._enable()
-        QTimer.singleShot(0, self._reconnect)
+        if services.ready:
+            QTimer.singleShot(0, self._reconnect)
+        else:
+            services.sig_store_ready.connect(self._reconnect)
 
     # ---- Commands
 
@@ -115,8 +117,7 @@ class TeamCommands(QObject):
     def _reconnect(self) -> None:
         """Back on the team tracker the app was on when it closed (never over an explicit --db)."""
         connection = self.team.connection
-        if not (self._settings.team_active and connection
-                and self._services.store.url == default_url()):
+        if not (self._settings.team_active and connection and self._services.on_default_database):
             return
         password = self._password(connection)
         if password is None:

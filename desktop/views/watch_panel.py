@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.alert_services import AlertServices
 from desktop.live_services import LiveServices
 from desktop.presenters import watch_list
 from desktop.settings import Settings
@@ -42,10 +43,10 @@ def ask_folder(parent: QWidget, start: str) -> str:
 
 
 class WatchPanel(QWidget):
-    def __init__(self, live: LiveServices, settings: Settings,
+    def __init__(self, live: LiveServices, alerts: AlertServices, settings: Settings,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.live, self._settings = live, settings
+        self.live, self._alerts, self._settings = live, alerts, settings
         self.summary = QLabel(wordWrap=True)
         self.add_button = QPushButton("Add Folder…")
         self.add_button.clicked.connect(self.choose_folder)
@@ -125,11 +126,9 @@ class WatchPanel(QWidget):
                 self.live.remove_folder(item.data(0, Qt.ItemDataRole.UserRole))
 
     def _edit_alerts(self) -> None:
-        from desktop.alert_services import alerts_for
         from desktop.views.alert_views import AlertsDialog
 
-        service = alerts_for(self.live.parent(), self._settings)  # the app services own both
-        AlertsDialog(service, self._settings, self).exec()
+        AlertsDialog(self._alerts, self._settings, self).exec()
 
     def showEvent(self, event) -> None:
         self._tick.start()

@@ -37,10 +37,18 @@ def settings(tmp_path):
 
 
 @pytest.fixture
-def window(qtbot, services, settings):
+def composed(services, settings):
+    """Every service of the app around ``services``, as desktop/app.py builds them."""
+    from desktop.composition import compose
+
+    return compose(services, settings)
+
+
+@pytest.fixture
+def window(qtbot, composed, settings):
     from desktop.main_window import MainWindow
 
-    w = MainWindow(services, settings)
+    w = MainWindow(composed, settings)
     qtbot.addWidget(w)
     w.show()
     qtbot.waitExposed(w)

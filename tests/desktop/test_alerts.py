@@ -24,12 +24,11 @@ def _looked(qtbot, service) -> None:
     qtbot.waitUntil(lambda: not service._looking, timeout=10_000)
 
 
-def test_a_watched_run_that_finishes_or_crashes_is_announced(qtbot, window, services, settings,
+def test_a_watched_run_that_finishes_or_crashes_is_announced(qtbot, window, services, composed,
                                                              watched, tmp_path):
-    from desktop.alert_services import alerts_for
     from desktop.views.alert_views import AlertIndicator
 
-    service = alerts_for(services, settings)
+    service = composed.alerts
     written = tmp_path / "hook.txt"
     service.set_config(alerts.AlertConfig(
         on_alert=f"{sys.executable} -c \"import sys; open(sys.argv[1], 'a').write(sys.argv[2])\""
@@ -54,10 +53,9 @@ def test_a_watched_run_that_finishes_or_crashes_is_announced(qtbot, window, serv
     qtbot.waitUntil(lambda: services.selected == [alert.run_id], timeout=5_000)
 
 
-def test_a_folder_gets_only_the_kinds_it_wants(qtbot, services, settings, watched):
-    from desktop.alert_services import alerts_for
+def test_a_folder_gets_only_the_kinds_it_wants(qtbot, services, composed, watched):
 
-    service = alerts_for(services, settings)
+    service = composed.alerts
     service.set_config(alerts.AlertConfig(folders={str(watched): ["crashed"]}))
     _looked(qtbot, service)
     told = []
@@ -74,11 +72,10 @@ def test_a_folder_gets_only_the_kinds_it_wants(qtbot, services, settings, watche
     assert [(a.kind, a.run) for a in told] == [("crashed", "broken")]
 
 
-def test_the_dialog_writes_what_each_folder_wants(qtbot, services, settings, watched):
-    from desktop.alert_services import alerts_for
+def test_the_dialog_writes_what_each_folder_wants(qtbot, composed, settings, watched):
     from desktop.views.alert_views import AlertsDialog
 
-    service = alerts_for(services, settings)
+    service = composed.alerts
     dialog = AlertsDialog(service, settings)
     qtbot.addWidget(dialog)
     dialog.table.item(0, list(alerts.KINDS).index("finished")).setCheckState(

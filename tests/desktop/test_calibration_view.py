@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from core.calibration import held_out_fit
-from desktop.presenters.calibration_view import RUN_EXCLUDED
-from desktop.sizing_services import sizing_for
 from tests.desktop.helpers import ingest_and_wait
 from tests.recorded_runs import COUNTER_SERIES, truth, write_run
+from tracker.calibration import EXCLUDED as RUN_EXCLUDED
 from tracker.calibration import collect
 
 GROUP = "hf x H100 SXM x sdpa"
@@ -32,12 +31,12 @@ def history(tmp_path, qtbot, services):
 
 
 @pytest.fixture
-def panel(qtbot, history):
+def panel(qtbot, history, composed):
     from desktop.views.calibration_panel import CalibrationPanel
 
-    view = CalibrationPanel(history)
+    view = CalibrationPanel(composed.sizing)
     qtbot.addWidget(view)
-    with qtbot.waitSignal(sizing_for(history).sig_calibration_changed, timeout=30_000):
+    with qtbot.waitSignal(composed.sizing.sig_calibration_changed, timeout=30_000):
         view.show()
     return view
 
@@ -79,11 +78,11 @@ def test_outliers_and_runs_the_fit_cannot_use_are_listed(panel):
     assert "no architecture" in rows["no-architecture"][0][note]
 
 
-def test_excluding_a_run_refits_and_is_kept_in_the_store(qtbot, panel, history):
+def test_excluding_a_run_refits_and_is_kept_in_the_store(qtbot, panel, history, composed):
     before = panel.summary.groups[0].coefficients
     panel.select_run(history.store.find_run("run-5").id)
     assert panel.exclude.isEnabled() and not panel.include.isEnabled()
-    with qtbot.waitSignal(sizing_for(history).sig_calibration_changed, timeout=30_000):
+    with qtbot.waitSignal(composed.sizing.sig_calibration_changed, timeout=30_000):
         panel.exclude.click()
     assert _rows(panel)["run-5"] == [["run-5", "", "", "", "", "", RUN_EXCLUDED, ""]]
     assert panel.summary.groups[0].runs == len(RUNS) - 1
@@ -92,27 +91,40 @@ def test_excluding_a_run_refits_and_is_kept_in_the_store(qtbot, panel, history):
     assert collect(history.store).skipped[run_id] == RUN_EXCLUDED  # persisted
     panel.select_run(run_id)
     assert panel.include.isEnabled()
-    with qtbot.waitSignal(sizing_for(history).sig_calibration_changed, timeout=30_000):
+    with qtbot.waitSignal(composed.sizing.sig_calibration_changed, timeout=30_000):
         panel.include.click()
     assert panel.summary.groups[0].runs == len(RUNS)
 
 
-def test_an_empty_database_says_the_figures_are_analytical(qtbot, services):
+def test_an_empty_database_says_the_figures_are_analytical(qtbot, composed):
     from desktop.views.calibration_panel import CalibrationPanel
 
-    view = CalibrationPanel(services)
+    view = CalibrationPanel(composed.sizing)
     qtbot.addWidget(view)
-    with qtbot.waitSignal(sizing_for(services).sig_calibration_changed, timeout=30_000):
+    with qtbot.waitSignal(composed.sizing.sig_calibration_changed, timeout=30_000):
         view.show()
     assert "figures are analytical" in view.headline.text()
     assert view.runs.topLevelItemCount() == 0
 
 
-def test_the_fit_follows_new_runs(qtbot, panel, history, tmp_path):
+def test_the_fit_follows_new_runs(qtbot, panel, history, composed, tmp_path):
     more = tmp_path / "more"
     more.mkdir()
     peaks = {c: truth("qwen2.5-7b", 2, 4096, c) for c in COUNTER_SERIES}
     write_run(more, "run-new", "qwen2.5-7b", 2, 4096, peaks)
-    with qtbot.waitSignal(sizing_for(history).sig_calibration_changed, timeout=30_000):
+    with qtbot.waitSignal(composed.sizing.sig_calibration_changed, timeout=30_000):
         assert ingest_and_wait(qtbot, history, [more]).ok
     assert panel.summary.runs == len(RUNS) + 1 and "run-new" in _rows(panel)
+
+
+def test_a_fit_asked_for_while_the_database_opens_comes_once_it_is_open(qtbot, store, settings):
+    from desktop.composition import compose
+    from desktop.services import AppServices
+
+    services = AppServices()  # the window shows before the store opens
+    sizing = compose(services, settings).sizing
+    assert sizing.calibration() is None
+    with qtbot.waitSignal(sizing.sig_calibration_changed, timeout=30_000) as fitted:
+        services.open_store(lambda: store, pytest.fail)
+    assert fitted.args[0].runs == 0
+    services.workers.shutdown()

@@ -209,9 +209,9 @@ def test_lightning_checkpoints_warn_that_rng_is_not_saved(qtbot, panel, services
     assert panel.mode_combo.currentText() == "auto: lower is better"
 
 
-def test_checkpoints_are_marked_on_the_loss_curve(qtbot, services, settings, hf_run):
+def test_checkpoints_are_marked_on_the_loss_curve(qtbot, services, settings, composed, hf_run):
     run_id = _ingest(qtbot, services, hf_run)
-    plots = PlotsPanel(services, settings)
+    plots = PlotsPanel(services, settings, composed.compare)
     qtbot.addWidget(plots)
     plots.resize(900, 800)
     plots.show()
@@ -248,7 +248,7 @@ def test_status_words_for_pointers_unsafe_pickles_and_links():
     assert link.status_tip.startswith("A link to /r/epoch=0-step=8.ckpt")
 
 
-def test_a_resumed_run_shows_where_it_came_from(qtbot, panel, services, settings, hf_run,
+def test_a_resumed_run_shows_where_it_came_from(qtbot, panel, services, settings, composed, hf_run,
                                                 tmp_path):
     from tests.producers import train_hf
 
@@ -266,7 +266,7 @@ def test_a_resumed_run_shows_where_it_came_from(qtbot, panel, services, settings
     assert panel.lineage.text() == (f"Resumed from this run's checkpoints: {names[child_id]} "
                                     "(those checkpoints are kept).")
 
-    plots = PlotsPanel(services, settings)
+    plots = PlotsPanel(services, settings, composed.compare)
     qtbot.addWidget(plots)
     plots.show()
     services.select([child_id])
@@ -312,4 +312,4 @@ def test_badges_fit_their_column_and_a_rename_retitles_the_tab(qtbot, panel, ser
     column = COLUMN_INDEX["badges"]
     assert panel.table.columnWidth(column) >= panel.table.sizeHintForColumn(column) > 0
     services.rename(run_id, "renamed run")
-    assert "<b>renamed run</b>" in panel.title.text()
+    qtbot.waitUntil(lambda: "<b>renamed run</b>" in panel.title.text())

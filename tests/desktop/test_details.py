@@ -78,15 +78,15 @@ def test_notes_and_tags_save_from_the_details(qtbot, details, services, run_id):
     services.select([run_id])
     details.notes.setPlainText("LoRA r=8 baseline")
     details.tags.setText("lora, baseline")
-    details._save_notes()
-    run = services.store.run(run_id)
-    assert run.notes == "LoRA r=8 baseline" and run.tags == ["baseline", "lora"]
+    details._save_notes()  # written in the pool, one edit after the other
+    qtbot.waitUntil(lambda: services.store.run(run_id).tags == ["baseline", "lora"])
+    assert services.store.run(run_id).notes == "LoRA r=8 baseline"
 
 
-def test_compare_shows_only_what_differs(qtbot, services, corpus):
+def test_compare_shows_only_what_differs(qtbot, services, composed, corpus):
     other = "tasfiahmrinmoyee__Gemma3-1B-Instruct-outputs"
     ingest_and_wait(qtbot, services, [corpus / "hf_trainer" / RUN, corpus / "hf_trainer" / other])
-    view = CompareView(services)
+    view = CompareView(services, composed.compare)
     qtbot.addWidget(view)
     view.show()
     services.select([r.id for r in services.store.runs()])

@@ -77,8 +77,8 @@ def findings(qtbot, services):
 
 
 @pytest.fixture
-def plots(qtbot, services, settings):
-    panel = PlotsPanel(services, settings)
+def plots(qtbot, services, settings, composed):
+    panel = PlotsPanel(services, settings, composed.compare)
     qtbot.addWidget(panel)
     panel.resize(900, 900)
     panel.show()
@@ -222,14 +222,14 @@ def test_an_oom_finding_opens_the_smallest_fix(qtbot, services, findings, runs, 
     dialog.close()
 
 
-def test_the_panel_shows_itself_with_news_until_the_user_hides_it(qtbot, services, settings,
-                                                                   runs):
+def test_the_panel_shows_itself_with_news_until_the_user_hides_it(qtbot, services, composed,
+                                                                   settings, runs):
     from desktop.main_window import MainWindow
 
     # The runs are stored and the clean one selected before the window opens: its first load
     # keeps that selection (after an ingest it would select the new runs, some with news).
     services.select([runs["clean"]])
-    window = MainWindow(services, settings)
+    window = MainWindow(composed, settings)
     qtbot.addWidget(window)
     window.show()
     qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == len(runs))

@@ -54,12 +54,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("by", [BY_NAME, BY_LR])
-def test_group_means_and_std_bands_are_numpys_on_the_stored_points(services, store, grouped,
+def test_group_means_and_std_bands_are_numpys_on_the_stored_points(composed, store, grouped,
                                                                    by):
-    from desktop.compare_services import compare_for
-
     ids, data = grouped
-    compare = compare_for(services)
+    compare = composed.compare
     compare.set_grouping(Grouping(by=by))
     assignment = compare.assignment(ids)
     assert sorted(set(assignment.values())) == sorted(
@@ -118,12 +116,12 @@ def test_suggestions_offer_the_knob_that_varies_between_groups(services, grouped
     assert "name" not in offered and "method" not in offered  # one group, or one run each
 
 
-def test_plots_panel_draws_bands_and_names_groups(qtbot, services, settings, grouped):
+def test_plots_panel_draws_bands_and_names_groups(qtbot, services, settings, composed, grouped):
     from desktop.views.plots_panel import PlotsPanel
     from desktop.views.plotting import pg
 
     ids, _ = grouped
-    panel = PlotsPanel(services, settings)
+    panel = PlotsPanel(services, settings, composed.compare)
     qtbot.addWidget(panel)
     services.select(ids)
     qtbot.waitUntil(lambda: panel.spec is not None, timeout=10_000)
@@ -158,20 +156,19 @@ def test_plots_panel_draws_bands_and_names_groups(qtbot, services, settings, gro
     assert len(panel.panels[0].items) == 6  # every run again
 
 
-def test_groups_table_and_compare_tab_aggregate_the_groups(qtbot, services, settings, store,
+def test_groups_table_and_compare_tab_aggregate_the_groups(qtbot, services, composed, store,
                                                            grouped):
-    from desktop.compare_services import compare_for
     from desktop.presenters import compare
     from desktop.views.compare_view import CompareView
     from desktop.views.groups_panel import GroupsPanel
 
     ids, _ = grouped
-    panel = GroupsPanel(services, settings)
-    view = CompareView(services)
+    panel = GroupsPanel(services, composed.compare)
+    view = CompareView(services, composed.compare)
     qtbot.addWidget(panel)
     qtbot.addWidget(view)
     services.select(ids)
-    compare_for(services).set_grouping(Grouping(by=BY_LR))
+    composed.compare.set_grouping(Grouping(by=BY_LR))
     assert panel.model.rowCount() == 2 and not panel.isHidden()
     headers = [panel.model.headerData(i, Qt.Orientation.Horizontal)
                for i in range(panel.model.columnCount())]
@@ -183,7 +180,7 @@ def test_groups_table_and_compare_tab_aggregate_the_groups(qtbot, services, sett
         assert text == f"{last.mean():.3g} ± {last.std(ddof=1):.3g}", key
     runs = {r.id: compare.CompareRun(r, services.config(r.id)) for r in services.runs(ids)}
     table = [compare.CompareGroup(g, [runs[i] for i in g.run_ids])
-             for g in compare_for(services).groups(ids)]
+             for g in composed.compare.groups(ids)]
     differing = {(r.section, r.key): r.values for r in compare.compare_groups(table)}
     assert differing[("Config", "training_args.learning_rate")] == ("0.005", "0.001")
     assert ("Config", "training_args.seed") not in differing  # varies within, not between
@@ -193,6 +190,6 @@ def test_groups_table_and_compare_tab_aggregate_the_groups(qtbot, services, sett
     view.show()
     qtbot.waitUntil(lambda: view.model.rowCount() > 0)
     assert view.summary.text().startswith(f"2 groups of 6 runs ({BY_LR})")
-    with qtbot.waitSignal(compare_for(services).sig_select_requested) as asked:
+    with qtbot.waitSignal(composed.compare.sig_select_requested) as asked:
         panel.table.clicked.emit(panel.model.index(1, 0))
     assert sorted(asked.args[0]) == sorted(panel.model.row(1).run_ids)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 
 import pytest
 from PySide6.QtCore import Qt
 
+from core.status import STALE_AFTER_S
 from desktop.live_services import LiveServices
 from desktop.models.run_table_model import RunTableModel
 from desktop.presenters import live_status
 from desktop.presenters.run_columns import COLUMN_INDEX, make_rows
+from desktop.services import AppServices
 from desktop.views import watch_panel
 from desktop.views.plots_panel import PlotsPanel
 from tests.desktop.helpers import ingest_and_wait
@@ -25,6 +28,16 @@ def live(services, settings):
     live = LiveServices(services, settings, poll_ms=POLL_MS, debounce_ms=50)
     yield live
     live._poll.stop()
+
+
+class Clock:
+    """A clock the test moves on: seconds since the epoch, starting now."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def write_log(path, name: str, steps: range, summary: bool = False) -> None:
@@ -41,10 +54,10 @@ def run_named(services, name: str):
 
 
 def test_a_recorders_new_points_extend_the_drawn_curve_in_place(qtbot, services, settings, live,
-                                                                 tmp_path):
+                                                                 composed, tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()
-    plots = PlotsPanel(services, settings)
+    plots = PlotsPanel(services, settings, composed.compare)
     qtbot.addWidget(plots)
     with Recorder(folder / "live.jsonl", name="live", every=1) as recorder:
         for step in range(1, 6):
@@ -105,13 +118,13 @@ def test_appends_are_seen_by_polling_alone_and_a_burst_costs_few_looks(qtbot, se
 
 
 def test_a_deleted_watched_folder_is_reported_then_followed_again(qtbot, services, settings,
-                                                                   live, tmp_path):
+                                                                   live, composed, tmp_path):
     folder = tmp_path / "nfs"
     folder.mkdir()
     write_log(folder / "a.jsonl", "a", range(1, 3), summary=True)
     with qtbot.waitSignal(services.sig_ingest_finished, timeout=20_000):
         live.add_folder(str(folder))
-    panel = watch_panel.WatchPanel(live, settings)
+    panel = watch_panel.WatchPanel(live, composed.alerts, settings)
     qtbot.addWidget(panel)
     messages = []
     services.sig_message.connect(messages.append)
@@ -126,8 +139,9 @@ def test_a_deleted_watched_folder_is_reported_then_followed_again(qtbot, service
     assert sum("is gone" in m for m in messages) == 1
 
 
-def test_a_run_whose_log_stops_growing_turns_crashed(qtbot, services, tmp_path):
-    services.stale_after_s = 1.5
+def test_a_run_whose_log_stops_growing_turns_crashed(qtbot, store, tmp_path):
+    clock = Clock()
+    services = AppServices(store, clock=clock)
     write_log(tmp_path / "quiet.jsonl", "quiet", range(1, 4))
     write_log(tmp_path / "done.jsonl", "done", range(1, 4), summary=True)
     ingest_and_wait(qtbot, services, [tmp_path])
@@ -141,12 +155,16 @@ def test_a_run_whose_log_stops_growing_turns_crashed(qtbot, services, tmp_path):
         return {model.run(i).name: model.index(i, column).data() for i in range(model.rowCount())}
 
     qtbot.waitUntil(lambda: statuses() == {"quiet": "running", "done": "finished"})
-    qtbot.waitUntil(lambda: statuses() == {"quiet": "crashed?", "done": "finished"},
-                    timeout=10_000)  # no new ingest: the services' clock turned it
+    # The services woke themselves for the moment the quiet run goes stale...
+    assert services._stale.remainingTime() > (STALE_AFTER_S - 60) * 1000
+    clock.now += STALE_AFTER_S + 1  # ...which comes, with no new ingest
+    services._stale.start(0)
+    qtbot.waitUntil(lambda: statuses() == {"quiet": "crashed?", "done": "finished"})
     quiet = model.index(model.row_of(run_named(services, "quiet").id), COLUMN_INDEX["status"])
     assert quiet.data(Qt.ItemDataRole.ForegroundRole).name() == live_status.COLOURS["crashed?"]
     assert "stopped growing" in quiet.data(Qt.ItemDataRole.ToolTipRole)
     assert "last new points" in quiet.data(Qt.ItemDataRole.ToolTipRole)
+    services.workers.shutdown()
 
 
 def test_watch_folder_command_shows_the_panel_and_remembers_the_folder(

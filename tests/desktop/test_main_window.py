@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -100,8 +101,9 @@ def test_edit_commands_rename_tag_and_delete_without_touching_files(
     monkeypatch.setattr(dialogs, "ask_tags", lambda parent, current, count: ["lora", "baseline"])
     window.actions_["rename"].trigger()
     window.actions_["tags"].trigger()
-    qtbot.waitUntil(lambda: table.rowCount() == 1 and table.run(0).name == "tinyllama-lora")
-    assert table.run(0).tags == ["baseline", "lora"]
+    # The edits are written in the pool, in the order asked.
+    qtbot.waitUntil(lambda: table.rowCount() == 1 and table.run(0).tags == ["baseline", "lora"])
+    assert table.run(0).name == "tinyllama-lora"
 
     asked: list[list[str]] = []
     monkeypatch.setattr(dialogs, "confirm_delete",
@@ -147,8 +149,8 @@ def test_menus_find_select_all_and_about(qtbot, window, services, corpus, monkey
     assert __version__ in about[0] and services.store.display_url in about[0]
 
 
-def test_window_layout_and_plot_choices_persist(qtbot, services, settings, store, tmp_path):
-    first = MainWindow(services, settings)
+def test_window_layout_and_plot_choices_persist(qtbot, composed, settings, store, tmp_path):
+    first = MainWindow(composed, settings)
     qtbot.addWidget(first)
     first.show()
     screen = first.screen().availableGeometry()  # restored geometry is kept on screen
@@ -167,11 +169,12 @@ def test_window_layout_and_plot_choices_persist(qtbot, services, settings, store
     sizes = first.splitter.sizes()
     first.close()
 
+    from desktop.composition import compose
     from desktop.services import AppServices
     from desktop.settings import Settings
 
     again = Settings(tmp_path / "settings.ini")  # a new launch reads the same file
-    second = MainWindow(AppServices(store), again)
+    second = MainWindow(compose(AppServices(store), again), again)
     qtbot.addWidget(second)
     second.show()
     assert (second.width(), second.height()) == size
@@ -216,3 +219,43 @@ def test_paths_another_launch_hands_over_are_ingested(qtbot, window, services):
     with qtbot.waitSignal(services.sig_ingest_finished, timeout=60_000) as blocker:
         window.open_paths([str(sample)])
     assert [r.status for r in blocker.args[0].results] == ["ingested"]
+
+
+def test_the_window_shows_before_its_database_opens_and_catches_up(qtbot, store, settings):
+    from desktop.composition import compose
+    from desktop.services import AppServices
+
+    services = AppServices()  # as desktop/app.py starts: no database yet
+    window = MainWindow(compose(services, settings), settings)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.central.currentWidget() is window.opening
+    assert window.db_label.text() == "Opening the database…"
+    assert not window.actions_["size_run"].isEnabled()
+    sample = SAMPLES / "synthetic-llama3-8b-qlora-rtx4090.jsonl"
+    services.ingest([str(sample)])  # a path given at launch: read once the database is open
+    assert not services.ingesting
+    with qtbot.waitSignal(services.sig_ingest_finished, timeout=60_000) as blocker:
+        services.open_store(lambda: store, pytest.fail)
+    assert [r.status for r in blocker.args[0].results] == ["ingested"]
+    qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == 1)
+    assert window.central.currentWidget() is window.splitter
+    assert window.db_label.text().startswith("Local database:")
+    assert window.actions_["size_run"].isEnabled()
+    services.workers.shutdown()
+
+
+def test_a_database_that_cannot_open_is_said(qtbot, settings):
+    from desktop.composition import compose
+    from desktop.services import AppServices
+
+    services = AppServices()
+    qtbot.addWidget(MainWindow(compose(services, settings), settings))
+
+    def refuse():
+        raise RuntimeError("the database is newer than this Headroom (schema 9)\nupgrade")
+
+    with qtbot.waitCallback() as said:
+        services.open_store(refuse, said)
+    said.assert_called_with("the database is newer than this Headroom (schema 9)")
+    assert not services.ready

@@ -10,6 +10,7 @@ from PySide6.QtGui import QImage, QWheelEvent
 
 from core.runlog import RunLog
 from core.smoothing import ema, running_mean
+from desktop.composition import compose
 from desktop.presenters.plot_data import Band
 from desktop.services import SAMPLES, AppServices
 from desktop.views.plots_panel import PlotsPanel
@@ -23,9 +24,9 @@ SWIFT = "jsonl/ms_swift/fyh2001__megatron-sft-recipes__run_mbs1_ga8_gbs32_offloa
 
 
 @pytest.fixture
-def panel(qtbot, services, settings):
+def panel(qtbot, services, settings, composed):
     settings.columns = 1
-    p = PlotsPanel(services, settings)
+    p = PlotsPanel(services, settings, composed.compare)
     qtbot.addWidget(p)
     p.resize(900, 900)
     p.show()
@@ -94,7 +95,7 @@ def test_a_runs_colour_stays_after_selecting_others_and_after_a_restart(qtbot, p
     store.close()
     again = AppServices(Store(url))
     try:
-        reopened = PlotsPanel(again, settings)
+        reopened = PlotsPanel(again, settings, compose(again, settings).compare)
         qtbot.addWidget(reopened)
         reopened.show()
         _select(qtbot, reopened, again, [runs[QLORA], fsdp])

@@ -58,16 +58,18 @@ def test_the_window_shows_what_headroom_plan_prints(project_window, capsys):
     assert w.chart.legend.text().count("■") == 1
 
 
-def test_the_source_tab_stores_only_what_reads(project_window):
+def test_the_source_tab_stores_only_what_reads(qtbot, project_window):
     w = project_window
     good = w.editor.toPlainText()
     w.editor.setPlainText(good.replace("epochs = 2", "epoch = 2", 1))
-    assert not w.apply_source()
+    w.apply_source()  # checked and stored in the pool
+    qtbot.waitUntil(lambda: w.error.text() != "")
     assert w.error.text() == ('stage "domain adaptation" in variant "7B base, LoRA", field '
                               '"epoch": unknown field (did you mean \'epochs\'?)')
     assert w.projects.stored(w.chooser.currentData()).source == good
     w.editor.setPlainText(good.replace('tokens = "60M"', 'tokens = "6M"', 1))
-    assert w.apply_source() and w.error.text() == ""
+    w.apply_source()
+    qtbot.waitUntil(lambda: w.error.text() == "")  # cleared once it is stored
     assert 'tokens = "6M"' in w.projects.stored(w.chooser.currentData()).source
 
 

@@ -48,8 +48,10 @@ def test_the_runs_menu_merges_the_selected_runs(qtbot, window, services, swift):
     qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == 2)
     window.runs_panel.select_ids([swift, sampler])
     qtbot.waitUntil(lambda: services.selected == [swift, sampler])
+    said: list[str] = []  # a plot reading the moving series may say something after it
+    services.sig_message.connect(said.append)
     window.runs_panel.merge_selected()
-    qtbot.waitUntil(lambda: "joined" in window.statusBar().currentMessage(), timeout=20_000)
+    qtbot.waitUntil(lambda: any("joined" in m for m in said), timeout=20_000)
     assert services.store.run_count() == 1
     assert "gpu_util_pct/gpu0" in services.store.run(swift).series
     assert services.selected == [swift]
@@ -60,7 +62,7 @@ def test_a_colour_chosen_for_a_run_is_kept(qtbot, window, services, swift, monke
     window.runs_panel.select_ids([swift])
     qtbot.waitUntil(lambda: services.selected == [swift])
     window.runs_panel.choose_colour()
-    assert services.store.run(swift).colour == "#123456"
+    qtbot.waitUntil(lambda: services.store.run(swift).colour == "#123456")
     table = window.runs_panel.model
     qtbot.waitUntil(lambda: table.data(table.index(0, 0), Qt.ItemDataRole.DecorationRole)
                     .name() == "#123456")

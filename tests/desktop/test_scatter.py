@@ -74,12 +74,11 @@ def test_axes_that_are_not_a_knob_and_a_peak_draw_no_model(memory_runs):
         scatter.scatter(memory_runs, "seq_len", "peak_gb", "", [])
 
 
-def test_scatter_tab_draws_points_and_curves_and_a_click_selects(qtbot, services, settings,
+def test_scatter_tab_draws_points_and_curves_and_a_click_selects(qtbot, services, settings, composed,
                                                                 memory_runs):
-    from desktop.compare_services import compare_for
     from desktop.views.scatter_panel import ScatterPanel
 
-    panel = ScatterPanel(services, settings)
+    panel = ScatterPanel(services, settings, composed.compare, composed.sizing)
     qtbot.addWidget(panel)
     panel.show()
     fsdp = next(r for r in memory_runs if r.name == FSDP)
@@ -95,7 +94,7 @@ def test_scatter_tab_draws_points_and_curves_and_a_click_selects(qtbot, services
         assert y[at[0]] == pytest.approx(expected.allocated / GIB)
     assert "Memory model for synthetic-llama3-8b-fsdp-8xh100" in panel.note.text()
     spot = next(p for p in panel.scatter_view.points.points() if p.data() != fsdp.id)
-    with qtbot.waitSignal(compare_for(services).sig_select_requested) as asked:
+    with qtbot.waitSignal(composed.compare.sig_select_requested) as asked:
         panel.scatter_view._on_click(panel.scatter_view.points, [spot])
     assert asked.args[0] == [spot.data()]
 

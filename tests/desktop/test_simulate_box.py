@@ -7,7 +7,6 @@ import pytest
 from core.memory import GIB, Setup
 from core.models import preset
 from desktop.presenters.sizing_form import Draft
-from desktop.sizing_services import sizing_for
 from desktop.views.sizing.simulate_box import SimulateBox
 from tests.desktop.test_sizing_wizard import _to_result
 from tracker.simulate import simulate
@@ -16,9 +15,9 @@ MODEL = "gpt2"
 
 
 @pytest.fixture
-def box(qtbot, services):
+def box(qtbot, composed):
     draft = Draft(spec=preset(MODEL), method="lora", micro_batch=2, seq_len=256)
-    widget = SimulateBox(sizing_for(services), draft)
+    widget = SimulateBox(composed.sizing, draft)
     qtbot.addWidget(widget)
     widget.show()
     return widget
@@ -55,10 +54,10 @@ def test_a_layout_it_cannot_simulate_is_said_in_one_line(qtbot, box):
                                         "analytical only")
 
 
-def test_the_result_page_simulates_its_own_draft(qtbot, services, settings):
+def test_the_result_page_simulates_its_own_draft(qtbot, composed, settings):
     from desktop.views.sizing.wizard import SizingWizard
 
-    wizard = SizingWizard(services, settings)
+    wizard = SizingWizard(composed.sizing, settings)
     qtbot.addWidget(wizard)
     wizard.show()
     result = _to_result(qtbot, wizard, model=MODEL, batch=1, seq=256, gpus=("H100 SXM",))

@@ -20,7 +20,6 @@ from desktop.presenters.formatting import duration
 from desktop.presenters.sizing_plans import BATCH, CHANGES, GPU, HOST_RAM, LAYOUT, NODES, RANK, TIME
 from desktop.presenters.sizing_plans import GIB as GIB_COLUMN
 from desktop.presenters.sizing_plans import GPUS as GPUS_
-from desktop.sizing_services import sizing_for
 from tests.desktop.helpers import ingest_and_wait
 from tests.recorded_runs import COUNTER_SERIES, truth, write_run
 
@@ -29,13 +28,13 @@ GPUS = ("RTX 4090", "H100 SXM")
 
 
 @pytest.fixture
-def wizard(qtbot, services, settings):
+def wizard(qtbot, composed, settings):
     from desktop.views.sizing.wizard import SizingWizard
 
-    w = SizingWizard(services, settings)
+    w = SizingWizard(composed.sizing, settings)
     qtbot.addWidget(w)
     w.show()
-    qtbot.waitUntil(lambda: sizing_for(services).summary is not None)
+    qtbot.waitUntil(lambda: composed.sizing.summary is not None)
     return w
 
 
@@ -347,7 +346,7 @@ def test_a_finding_or_the_runs_menu_asks_for_the_wizard_through_the_services(
     assert window.wizard.draft.run_id == run_id and window.wizard.draft.spec.name == "qwen2.5-7b"
 
 
-def test_the_choices_are_remembered_between_openings(qtbot, services, settings, wizard):
+def test_the_choices_are_remembered_between_openings(qtbot, composed, settings, wizard):
     from desktop.views.sizing.wizard import SizingWizard
 
     page = wizard.model_page
@@ -363,7 +362,7 @@ def test_the_choices_are_remembered_between_openings(qtbot, services, settings, 
     qtbot.waitUntil(lambda: not wizard.result_page.planning, timeout=20_000)
     wizard.close()
     assert settings.sizing_gpus == ["L40S", "H200"]
-    again = SizingWizard(services, settings)
+    again = SizingWizard(composed.sizing, settings)
     qtbot.addWidget(again)
     again.show()
     assert again.model_page.source() == "params" and again.model_page.params_edit.text() == "13B"
@@ -496,10 +495,10 @@ def test_the_wizard_fits_a_1280x800_screen(qtbot, history, wizard):
     assert wizard.minimumSize().height() <= limit.height() - 150  # room to spare
 
 
-def test_the_recorded_run_list_and_its_label_agree(qtbot, history, services, settings):
+def test_the_recorded_run_list_and_its_label_agree(qtbot, history, composed, settings):
     from desktop.views.sizing.wizard import SizingWizard
 
-    w = SizingWizard(services, settings)
+    w = SizingWizard(composed.sizing, settings)
     qtbot.addWidget(w)
     page = w.model_page
     qtbot.waitUntil(lambda: page.run_combo.count() == 4)

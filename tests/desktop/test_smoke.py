@@ -37,15 +37,9 @@ def test_opening_the_window_imports_no_heavy_library(tmp_path):
 def test_the_window_is_built_before_pyqtgraph_and_pandas_are_imported(tmp_path):
     code = (
         "import json, sys\n"
-        "from desktop.app import make_app\n"
-        "from desktop.main_window import MainWindow\n"
-        "from desktop.services import AppServices\n"
-        "from desktop.settings import Settings\n"
-        "from tracker.store import Store\n"
+        "from desktop.app import make_app, open_window\n"
         "app = make_app()\n"
-        f"store = Store({str(tmp_path / 'w.db')!r})\n"
-        f"window = MainWindow(AppServices(store), Settings({str(tmp_path / 's.ini')!r}))\n"
-        "window.show()\n"
+        f"window = open_window({str(tmp_path / 'w.db')!r}, {str(tmp_path / 's.ini')!r})\n"
         "window.repaint()\n"
         "print(json.dumps(sorted(m for m in ('pyqtgraph', 'pandas', 'pyarrow') if m in sys.modules)))\n"
         "window.close()\n"
@@ -53,3 +47,25 @@ def test_the_window_is_built_before_pyqtgraph_and_pandas_are_imported(tmp_path):
     done = _run([sys.executable, "-c", code], tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_the_window_is_built_before_the_database_layer_is_imported(tmp_path):
+    code = (
+        "import json, sys\n"
+        "from desktop.app import make_app\n"
+        "from desktop.composition import compose\n"
+        "from desktop.main_window import MainWindow\n"
+        "from desktop.services import AppServices\n"
+        "from desktop.settings import Settings\n"
+        "app = make_app()\n"
+        f"settings = Settings({str(tmp_path / 's.ini')!r})\n"
+        "window = MainWindow(compose(AppServices(), settings), settings)\n"
+        "window.show()\n"
+        "window.repaint()\n"
+        "print(json.dumps(sorted(m for m in ('sqlalchemy', 'sqlmodel', 'alembic') "
+        "if m in sys.modules)))\n"
+        "window.close()\n"
+    )
+    done = _run([sys.executable, "-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []  # the store opens after the paint

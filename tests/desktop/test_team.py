@@ -11,6 +11,7 @@ from keyring.backends import fail
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from desktop.composition import compose
 from desktop.main_window import MainWindow
 from desktop.presenters.team_connection import Connection
 from desktop.services import AppServices
@@ -98,7 +99,7 @@ def connect(qtbot, window, url: str) -> None:
 
 
 def open_window(qtbot, store: Store, settings: Settings) -> MainWindow:
-    window = MainWindow(AppServices(store), settings)
+    window = MainWindow(compose(AppServices(store), settings), settings)
     qtbot.addWidget(window)
     window.show()
     return window
@@ -136,7 +137,7 @@ def test_the_app_reconnects_at_start_with_the_keyring_password(qtbot, store, set
     settings.set_team_connection(connection.to_settings())
     settings.team_active = True
     vault.set_password("Headroom team tracker", connection.account, PASSWORD)
-    monkeypatch.setattr("desktop.views.team_commands.default_url", lambda: store.url)
+    monkeypatch.setattr("tracker.db.engine.default_url", lambda: store.url)
     asked = []
     monkeypatch.setattr(team_commands, "ask_password", lambda *a: asked.append(a) or PASSWORD)
     window = open_window(qtbot, store, settings)
@@ -146,7 +147,7 @@ def test_the_app_reconnects_at_start_with_the_keyring_password(qtbot, store, set
 
 def test_without_a_keyring_the_password_is_asked_each_time(qtbot, store, settings, team_url,
                                                            no_keyring, monkeypatch, tmp_path):
-    monkeypatch.setattr("desktop.views.team_commands.default_url", lambda: store.url)
+    monkeypatch.setattr("tracker.db.engine.default_url", lambda: store.url)
     asked = []
     monkeypatch.setattr(team_commands, "ask_password", lambda *a: asked.append(a) or PASSWORD)
     window = open_window(qtbot, store, settings)

@@ -10,6 +10,7 @@ otherwise shows the one-line error naming the stage and the field.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFontDatabase
@@ -34,30 +35,31 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.project import ProjectError
 from desktop import dialogs
 from desktop.presenters import project_view as view
 from desktop.presenters.sizing_report import write_report
-from desktop.project_services import project_services_for
+from desktop.project_services import ProjectServices
 from desktop.services import AppServices
 from desktop.settings import Settings
 from desktop.views.project.chart import ProjectChart
-from tracker.projects import Planned
 
 STATUS = view.STAGE_HEADERS.index("Status")
 REPORT_CHART_SIZE = (1200, 420)
+
+if TYPE_CHECKING:
+    from desktop.project_services import Planned
 
 
 class ProjectWindow(QWidget):
     sig_open_run = Signal(int)
     """A linked run's name was clicked: show it in the main window."""
 
-    def __init__(self, services: AppServices, settings: Settings,
+    def __init__(self, services: AppServices, projects: ProjectServices, settings: Settings,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)
         self.setWindowTitle("Projects — Headroom")
         self.services, self._settings = services, settings
-        self.projects = project_services_for(services)
+        self.projects = projects
         self.planned: Planned | None = None
         self._build()
         self._connect()
@@ -189,26 +191,21 @@ class ProjectWindow(QWidget):
         self.projects.plan(project_id)
 
     def import_file(self, path: Path) -> None:
-        try:
-            stored = self.projects.import_file(path)
-        except (ProjectError, OSError) as err:
-            self.status.setText(str(err))
-            return
-        self._choose(stored.id)
+        self.status.setText(f"Importing {path.name}…")
+        self.projects.import_file(path, lambda stored: self._choose(stored.id),
+                                  self.status.setText)
 
-    def apply_source(self) -> bool:
+    def apply_source(self) -> None:
         """Store the edited TOML if it reads; else show its one-line error."""
         project_id = self.chooser.currentData()
-        if project_id is None:
-            return False
-        try:
-            self.projects.save_source(project_id, self.editor.toPlainText())
-        except ProjectError as err:
-            self.error.setText(str(err))
-            return False
+        if project_id is not None:
+            self.status.setText("Saving…")
+            self.projects.save_source(project_id, self.editor.toPlainText(), self._saved,
+                                      self.error.setText)
+
+    def _saved(self) -> None:
         self.error.clear()
         self.status.setText("Saved; planning…")
-        return True
 
     def _delete(self) -> None:
         project_id = self.chooser.currentData()
@@ -286,12 +283,9 @@ class ProjectWindow(QWidget):
             card = self._ask_card()
             if card is None:
                 return
-        try:
-            self.projects.link(project_id, f"{s.variant}/{s.stage.name}", run_id, role, card)
-        except (ProjectError, LookupError) as err:
-            self.status.setText(str(err).strip("'\""))
-            return
         self.status.setText(f"Linked run {run_id} to {s.stage.name} as its {role}; planning…")
+        self.projects.link(project_id, f"{s.variant}/{s.stage.name}", run_id, role, card,
+                           lambda why: self.status.setText(why.strip("'\"")))
 
     def _ask_card(self) -> str | None:
         names = [c.name for c in self.planned.plan.project.pool]

@@ -14,9 +14,8 @@ from PySide6.QtCore import QSize, Signal
 from PySide6.QtWidgets import QWidget, QWizard
 
 from desktop.presenters.sizing_form import Draft
-from desktop.services import AppServices
 from desktop.settings import Settings
-from desktop.sizing_services import sizing_for
+from desktop.sizing_services import SizingServices
 from desktop.views.sizing.hardware_page import HardwarePage
 from desktop.views.sizing.model_page import ModelPage
 from desktop.views.sizing.result_page import ResultPage
@@ -29,7 +28,7 @@ class SizingWizard(QWizard):
     sig_open_run = Signal(int)
     """Show this run in the main window."""
 
-    def __init__(self, services: AppServices, settings: Settings, run_id: int | None = None,
+    def __init__(self, sizing: SizingServices, settings: Settings, run_id: int | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Size my next run")
@@ -40,7 +39,6 @@ class SizingWizard(QWizard):
         self._settings = settings
         self.draft = Draft(gpus=settings.sizing_gpus)
         self.draft.recall(settings.sizing_choices)
-        sizing = sizing_for(services)
         sizing.calibration()  # fit now, so it is ready by the last page
         self.model_page = ModelPage(self.draft, sizing, settings)
         self.training_page = TrainingPage(self.draft)
