@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tracker.cli import command_parser
 from tracker.cli._output import open_store, print_json, printable
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("ingest", parents=parents, help="ingest log files and run folders")
+    p = command_parser(sub, "ingest", parents)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=run)
