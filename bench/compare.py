@@ -88,7 +88,7 @@ def groups(offset: bool) -> None:
         panel.show()
         compare.set_grouping(Grouping(by=r"name~-seed\d+"))
         services.select(ids)
-        while services.workers.busy():  # the panel's own load of the selection, untimed
+        while services.workers.busy:  # the panel's own load of the selection, untimed
             app.processEvents()
         import desktop.views.metric_plot  # noqa: F401 (pyqtgraph's import, once per app, untimed)
 
