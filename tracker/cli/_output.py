@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,17 +21,32 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: importing the database libraries makes hundreds of
+    thousands of objects that live until exit, and collecting while they are made is wasted
+    work (about a tenth of a small command's start-up)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def open_store(url: str | None) -> Store:
     """The store for ``--db`` (or the default), with a one-line error on failure."""
-    from tracker.db.engine import SchemaError
-    from tracker.store import Store
+    with gc_paused():
+        from tracker.db.engine import SchemaError
+        from tracker.store import Store
 
-    try:
-        return Store(url)
-    except SchemaError as err:
-        fail(str(err))
-    except Exception as err:  # a bad URL or an unreachable server
-        fail(f"cannot open database {url or ''}: {str(err).splitlines()[0]}")
+        try:
+            return Store(url)
+        except SchemaError as err:
+            fail(str(err))
+        except Exception as err:  # a bad URL or an unreachable server
+            fail(f"cannot open database {url or ''}: {str(err).splitlines()[0]}")
     raise AssertionError("unreachable")
 
 
