@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tracker.cli import command_parser
-from tracker.cli._output import gc_paused, open_store, print_json, printable
+from tracker.cli._output import long_lived, open_store, print_json, printable
 
 
 def add_parser(sub, parents) -> None:
@@ -17,7 +17,7 @@ def add_parser(sub, parents) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with gc_paused():
+    with long_lived():
         from tracker.ingest import ingest
 
         store = open_store(args.db)
