@@ -9,7 +9,8 @@ hits all alike:
 - ``headroom runs`` on a database holding the bundled sample runs;
 - ``headroom ingest`` of a small new Headroom JSON-lines log (a fresh file each
   time, so every run stores a new run) into that database, and of a small new
-  CSV table (``ingest csv``, a Lightning-style ``metrics.csv``);
+  CSV table (``ingest csv``, a Lightning-style ``metrics.csv`` whose loss curve is not the
+  JSON-lines logs', so it stores a run of its own rather than joining one as its second log);
 - ``headroom size --model llama-3.1-8b --method lora --gpu rtx-4090``, which also
   fits the memory model to the database's runs.
 
@@ -68,7 +69,7 @@ def _small_log(folder: Path, index: int) -> Path:
 def _small_table(folder: Path, index: int) -> Path:
     path = folder / f"table-{index}" / "metrics.csv"
     path.parent.mkdir()
-    rows = [f"{s // 10},{s},{3.0 - s / 100 + index / 1e6},{'' if s % 10 else 2.9}" for s in range(1, 21)]
+    rows = [f"{s // 10},{s},{2.5 - s / 80 + index / 1e6},{'' if s % 10 else 2.9}" for s in range(1, 21)]
     path.write_text("epoch,step,train_loss,val_loss\n" + "\n".join(rows) + "\n", encoding="utf-8")
     return path
 
