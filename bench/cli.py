@@ -3,7 +3,8 @@
 ``--version`` imports the command line and answers: the floor any command pays
 (Python's start and the launcher). A second floor is the database libraries'
 import alone (SQLAlchemy's ORM and SQLModel), which any command that opens the
-database pays. Beside them, in one run and interleaved so the machine's noise
+database pays; a third, the modules an ingest's writes need (those libraries,
+numpy, the schema's tables) with nothing run. Beside them, in one run and interleaved so the machine's noise
 hits all alike:
 
 - ``headroom runs`` on a database holding the bundled sample runs;
@@ -50,7 +51,7 @@ from ingest import export  # noqa: E402 (bench/ingest.py: a git ref's source tre
 from core.resources import resources_dir  # noqa: E402
 
 TARGETS = {"runs": 0.4, "ingest": 0.6, "ingest csv": 0.6}
-FLOORS = ("--version (floor)", "db libraries alone")
+FLOORS = ("--version (floor)", "db libraries alone", "ingest's imports")
 
 
 def _env(home: Path, code: Path = ROOT) -> dict[str, str]:
@@ -104,6 +105,7 @@ def main() -> None:
         commands = {
             FLOORS[0]: (lambda: [*args.headroom, "--version"], env),
             FLOORS[1]: (lambda: [sys.executable, "-c", "import sqlalchemy.orm, sqlmodel"], env),
+            FLOORS[2]: (lambda: [sys.executable, "-c", "import tracker.ingest, tracker.store"], env),
             **_commands(args.headroom, env, tmp, "", args.repeat),
         }
         if args.before:
