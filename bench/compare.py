@@ -87,8 +87,9 @@ def groups(offset: bool) -> None:
         panel.resize(WIDTH, HEIGHT)
         panel.show()
         compare.set_grouping(Grouping(by=r"name~-seed\d+"))
-        services.selected = ids
-        app.processEvents()
+        services.select(ids)
+        while services.workers.busy:  # the panel's own load of the selection, untimed
+            app.processEvents()
         import desktop.views.metric_plot  # noqa: F401 (pyqtgraph's import, once per app, untimed)
 
         t0 = time.perf_counter()

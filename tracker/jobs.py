@@ -233,15 +233,15 @@ def _logger_twin(unit: Unit, run: StoredRun) -> StoredRun | None:
     candidates = parts_store.loss_matches(unit, run.id)
     if not candidates:
         return None
-    mine = parts_store.read_series(unit, run.id, ["loss"])["loss"]
     kinds = logger_kinds(parts_store.file_paths(unit, run.id))
+    mine = None
     for other_id in candidates:
-        other = run_store.get(unit, other_id)
-        theirs = parts_store.read_series(unit, other_id, ["loss"])["loss"]
         if kinds & logger_kinds(parts_store.file_paths(unit, other_id)):
             continue  # one kind of logger wrote both: two runs of one deterministic script
-        if same_curve(mine, theirs):
-            return other
+        if mine is None:  # read only once a twin by another logger is possible
+            mine = parts_store.read_series(unit, run.id, ["loss"])["loss"]
+        if same_curve(mine, parts_store.read_series(unit, other_id, ["loss"])["loss"]):
+            return run_store.get(unit, other_id)
     return None
 
 

@@ -35,7 +35,7 @@ class PlotCell(QWidget):
     def __init__(self, metric: str, height: int, on_menu: Callable[[PlotCell, QPointF], None],
                  wall_axis: bool = False, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.metric = metric
+        self.metric_name = metric  # not "metric": that would hide QWidget.metric(), which Qt calls
         box = PanelViewBox(self.reset, lambda pos: on_menu(self, pos), self._user_y)
         axes = {"left": CompactAxis("left"),
                 "bottom": DateGridAxis() if wall_axis else GridAxis("bottom")}
@@ -96,7 +96,7 @@ class PlotCell(QWidget):
         self.setFixedHeight(max(MIN_HEIGHT, height))
 
     def resize_done(self) -> None:
-        self.sig_height_changed.emit(self.metric, self.height())
+        self.sig_height_changed.emit(self.metric_name, self.height())
 
 
 class _Grip(QWidget):

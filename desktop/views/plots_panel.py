@@ -166,7 +166,7 @@ class PlotsPanel(QWidget):
     def export(self, path: Path, metric: str | None = None) -> None:
         """Write the plots (or one panel) to ``path``: PNG or SVG image, or CSV of the points in
         view."""
-        cells = [c for c in self.cells if metric in (None, c.metric)]
+        cells = [c for c in self.cells if metric in (None, c.metric_name)]
         if path.suffix.lower() == ".csv":
             spec = self.spec or PlotSpec([], "step", "step")
             shown = PlotSpec([p for p in spec.panels if metric in (None, p.metric)], spec.axis,
@@ -229,7 +229,7 @@ class PlotsPanel(QWidget):
             self._zoom_pending = not plot_focus.zoom(self.panels, spec, self._focus)
 
     def _same_layout(self, spec: PlotSpec) -> bool:
-        return ([c.metric for c in self.cells] == [p.metric for p in spec.panels]
+        return ([c.metric_name for c in self.cells] == [p.metric for p in spec.panels]
                 and self._drawn_axis == spec.axis)
 
     def _new_cells(self, spec: PlotSpec) -> None:
@@ -315,21 +315,21 @@ class PlotsPanel(QWidget):
         for option, text in (("log_y", "Log scale (y)"), ("clip", "Clip outliers (y range)")):
             action = menu.addAction(text)
             action.setCheckable(True)
-            action.setChecked(cell.metric in self._settings.panel_option(option))
+            action.setChecked(cell.metric_name in self._settings.panel_option(option))
             action.toggled.connect(lambda on, o=option, c=cell: self._set_option(c, o, on))
         menu.addSeparator()
         export = menu.addMenu("Export panel")
         for suffix, (text, _kind) in EXPORTS.items():
-            export.addAction(text, lambda s=suffix, m=cell.metric: self.export_dialog(s, m))
+            export.addAction(text, lambda s=suffix, m=cell.metric_name: self.export_dialog(s, m))
         menu.addSeparator()
         menu.addAction("Hide panel", lambda: self.set_metrics(
-            [m for m in self.metrics() if m != cell.metric]))
+            [m for m in self.metrics() if m != cell.metric_name]))
         return menu
 
     def _set_option(self, cell: PlotCell, option: str, on: bool) -> None:
-        self._settings.set_panel_option(option, cell.metric, on)
-        cell.plot.set_options(cell.metric in self._settings.panel_option("log_y"),
-                              cell.metric in self._settings.panel_option("clip"))
+        self._settings.set_panel_option(option, cell.metric_name, on)
+        cell.plot.set_options(cell.metric_name in self._settings.panel_option("log_y"),
+                              cell.metric_name in self._settings.panel_option("clip"))
 
     # ---- Data
 

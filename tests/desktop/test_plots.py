@@ -50,7 +50,7 @@ def _select(qtbot, panel, services, ids: list[int]) -> None:
 
 
 def _cell(panel, metric: str):
-    return next(c for c in panel.cells if c.metric == metric)
+    return next(c for c in panel.cells if c.metric_name == metric)
 
 
 def _curve_item(panel, metric: str, run_id: int):
@@ -71,7 +71,7 @@ def test_selecting_runs_draws_their_series_in_their_own_colours(qtbot, panel, se
     panel.toolbar.smooth_slider.setValue(0)
     names = ["Dheena731__tinyLlama-finetune", FSDP]
     _select(qtbot, panel, services, [runs[n] for n in names])
-    assert [c.metric for c in panel.cells][:2] == ["loss", "lr"]
+    assert [c.metric_name for c in panel.cells][:2] == ["loss", "lr"]
     stored = {r.id: r.colour for r in services.store.runs()}
     for name in names:
         loss = services.store.series(runs[name], "loss")
@@ -153,7 +153,7 @@ def test_panels_without_a_point_are_hidden_and_named(qtbot, panel, services, sto
                         grad_norm=(np.arange(20), np.full(20, np.nan)))
     _select(qtbot, panel, services, [run_id])
     panel.set_metrics(["loss", "grad_norm"])
-    assert [c.metric for c in panel.cells] == ["loss"]
+    assert [c.metric_name for c in panel.cells] == ["loss"]
     assert "no points to show: grad_norm" in panel.notes.text()
 
 
@@ -191,7 +191,7 @@ def test_the_right_click_menu_offers_the_panels_commands(qtbot, panel, services,
     assert not _cell(panel, "lr").plot.plot.getAxis("left").logMode  # per panel
     assert settings.panel_option("log_y") == ["loss"]
     next(a for a in menu.actions() if a.text() == "Hide panel").trigger()
-    assert "loss" not in [c.metric for c in panel.cells]
+    assert "loss" not in [c.metric_name for c in panel.cells]
 
 
 def test_grid_columns_and_panel_heights_are_kept(qtbot, panel, services, settings, runs):
@@ -315,7 +315,7 @@ def test_a_jobs_gpu_metrics_have_their_own_panels_with_a_band_per_run(qtbot, pan
     assert ingest_and_wait(qtbot, services, [folder]).ok
     [run] = services.store.runs()
     _select(qtbot, panel, services, [run.id])
-    metrics = [c.metric for c in panel.cells]
+    metrics = [c.metric_name for c in panel.cells]
     assert {"mem_used_gib/*", "gpu_util_pct/*", "power_w/*"} <= set(metrics)
     util = next(p for p in panel.spec.panels if p.metric == "gpu_util_pct/*")
     [band] = util.bands
@@ -380,6 +380,19 @@ def test_panels_scrolled_out_of_sight_skip_pans_until_seen(qtbot, panel, service
     assert x.min() >= 1000 - 200 and x.max() <= 1200 + 200  # caught up with the pan (clipped)
 
 
+def test_a_plot_cell_shows_as_its_own_window(qtbot):
+    """Qt calls ``QWidget.metric()`` to paint a top-level widget: the cell's metric name must
+    not hide it (it did, and showing a lone cell raised)."""
+    from desktop.views.plot_cell import PlotCell
+
+    cell = PlotCell("loss", 300, lambda *_: None)
+    qtbot.addWidget(cell)
+    cell.show()
+    qtbot.waitExposed(cell)
+    cell.grab()
+    assert cell.metric_name == "loss" and cell.isVisible() and cell.height() == 300
+
+
 @pytest.mark.parametrize("wall_axis", [False, True])
 def test_the_grid_is_solid_and_behind_the_curves(qtbot, wall_axis):
     """Translucent grid lines cost more than the curves in a pan frame: each is drawn in the
@@ -389,7 +402,7 @@ def test_the_grid_is_solid_and_behind_the_curves(qtbot, wall_axis):
 
     cell = PlotCell("loss", 300, lambda *_: None, wall_axis=wall_axis)
     qtbot.addWidget(cell)
-    cell.view.resize(600, 300)  # (not shown: a bare PlotCell's "metric" hides QWidget.metric)
+    cell.view.resize(600, 300)
     plot = cell.plot.plot
     plot.setXRange(1.7e9, 1.7e9 + 86400) if wall_axis else plot.setXRange(0, 1000)
     for name in ("left", "bottom"):

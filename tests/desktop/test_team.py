@@ -226,7 +226,7 @@ def test_a_lost_connection_is_said_and_the_app_keeps_working(qtbot, window, serv
 
     connect(qtbot, window, team_url)
     team = window.team.team.team_store
-    real_write = series_store.write
+    real_write = series_store.write_all
 
     def write_then_die(unit, run_id, series):
         real_write(unit, run_id, series)
@@ -235,12 +235,12 @@ def test_a_lost_connection_is_said_and_the_app_keeps_working(qtbot, window, serv
             conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         return real_write(unit, run_id, series)
 
-    monkeypatch.setattr(series_store, "write", write_then_die)
+    monkeypatch.setattr(series_store, "write_all", write_then_die)
     report = ingest_and_wait(qtbot, services, [write_log(tmp_path / "a.jsonl", "doomed")])
     (result,) = report.results
     assert result.status == "error" and result.reason.startswith("database connection lost")
     assert "nothing of this file was stored" in window.panels["ingest"].file_rows()[0][3]
-    monkeypatch.setattr(series_store, "write", real_write)
+    monkeypatch.setattr(series_store, "write_all", real_write)
     assert team.run_count() == 0  # no half-stored run
     assert ingest_and_wait(qtbot, services, [tmp_path / "a.jsonl"]).results[0].status == "ingested"
     # The server stops taking connections: the app says so and offers the local database.

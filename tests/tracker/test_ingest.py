@@ -171,16 +171,13 @@ def test_missing_path_is_an_error(store, tmp_path):
 def test_a_failure_while_storing_leaves_nothing_half_stored(store, tmp_path, monkeypatch):
     from tracker.db import series as series_store
 
-    calls = {"n": 0}
-    real_write = series_store.write
+    real_write = series_store.write_all
 
-    def failing_write(session, run_id, series):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise RuntimeError("disk full")
-        return real_write(session, run_id, series)
+    def failing_write(unit, run_id, series):
+        real_write(unit, run_id, series)  # the series are in: the failure comes after
+        raise RuntimeError("disk full")
 
-    monkeypatch.setattr(series_store, "write", failing_write)
+    monkeypatch.setattr(series_store, "write_all", failing_write)
     report = ingest(store, [write_jsonl(tmp_path / "run.jsonl", range(1, 4))])
     assert statuses(report) == ["error"] and "disk full" in report.results[0].reason
     with store.session() as s:

@@ -96,7 +96,7 @@ def test_lost_connection_mid_ingest_leaves_no_partial_run(pg_server, tmp_path, m
     from tracker.db import series as series_store
 
     store = Store(fresh_database(pg_server))
-    real_write = series_store.write
+    real_write = series_store.write_all
 
     def write_then_die(unit, run_id, series):
         real_write(unit, run_id, series)
@@ -107,11 +107,11 @@ def test_lost_connection_mid_ingest_leaves_no_partial_run(pg_server, tmp_path, m
         killer.dispose()
         return real_write(unit, run_id, series)
 
-    monkeypatch.setattr(series_store, "write", write_then_die)
+    monkeypatch.setattr(series_store, "write_all", write_then_die)
     report = ingest(store, [write_log(tmp_path / "a.jsonl", "doomed")])
     assert report.results[0].status == "error"
     assert report.results[0].reason.startswith("database connection lost")
-    monkeypatch.setattr(series_store, "write", real_write)
+    monkeypatch.setattr(series_store, "write_all", real_write)
     assert store.run_count() == 0
     assert [r.status for r in ingest(store, [tmp_path / "a.jsonl"]).results] == ["ingested"]
 

@@ -10,11 +10,12 @@ import argparse
 from pathlib import Path
 
 from core.metrics import MARGIN
+from tracker.cli import command_parser
 from tracker.cli._output import fail, print_json, print_table
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("check", parents=parents, help="check that a training config fits a GPU",
+    p = command_parser(sub, "check", parents,
                        description="Read a training config (HF TrainingArguments JSON/YAML, "
                                    "accelerate, DeepSpeed, torchtune, axolotl) and say whether "
                                    "it fits the GPU. Exit 0: fits, 1: does not, 2: bad input.")

@@ -11,6 +11,7 @@ import argparse
 from datetime import datetime
 
 from core.metrics import size_text
+from tracker.cli import command_parser
 from tracker.cli._output import fail, find_run, open_store, print_json, print_table, printable
 
 LEGEND = ("has: M model (A adapter only), O optimizer, S scheduler, R RNG, G grad scaler, "
@@ -20,8 +21,7 @@ LETTERS = {"model": "M", "optimizer": "O", "scheduler": "S", "rng": "R", "scaler
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("checkpoints", parents=parents,
-                       help="list a run's checkpoints: best, latest, where to resume, retention")
+    p = command_parser(sub, "checkpoints", parents)
     p.add_argument("run", metavar="RUN", help="run id or name")
     p.add_argument("--metric", metavar="NAME", help="metric that decides the best (default: the "
                    "framework's own, else eval_loss)")

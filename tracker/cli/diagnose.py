@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from tracker.cli import command_parser
 from tracker.cli._output import fail, find_run, open_store, print_json, print_table
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser(
-        "diagnose", parents=parents, help="show a run's findings: OOM, NaN, spikes, plateaus, ...",
+    p = command_parser(
+        sub, "diagnose", parents,
         description="Show what the diagnostics found in a run (or every run): the kind, "
                     "severity, steps, what happened, the likely cause, the remedy and the "
                     "evidence numbers.")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from tracker.cli import command_parser
 from tracker.cli._output import fail, find_run, open_store, print_json, print_table
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("fit", parents=parents, help="fit the memory model to recorded peaks",
+    p = command_parser(sub, "fit", parents,
                        description="Fit the memory model's coefficients to the runs' peaks, "
                                    "per framework x GPU x attention group, with errors measured "
                                    "one experiment at a time held out, and whether each group "

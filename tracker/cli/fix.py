@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from tracker.cli import command_parser
 from tracker.cli._output import fail, find_run, open_store, print_json, print_table
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser(
-        "fix", parents=parents, help="the smallest changes that make an OOM run fit",
+    p = command_parser(
+        sub, "fix", parents,
         description="Rebuild a run that ran out of GPU memory from its recorded shape, hold the "
                     "memory model to the failure, and propose the cheapest changes that fit "
                     "its GPUs with the margin, each with its config.")

@@ -5,20 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tracker.cli._output import open_store, print_json, printable
+from tracker.cli import command_parser
+from tracker.cli._output import long_lived, open_store, print_json, printable
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("ingest", parents=parents, help="ingest log files and run folders")
+    p = command_parser(sub, "ingest", parents)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracker.ingest import ingest
+    with long_lived():
+        from tracker.ingest import ingest
 
-    store = open_store(args.db)
+        store = open_store(args.db)
     progress = _progress_bar if sys.stderr.isatty() and not args.json else None
     report = ingest(store, args.paths, progress=progress)
     if progress is not None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tracker.cli import command_parser
 from tracker.cli._output import fail, print_json
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("plan", parents=parents, help="plan a project: stages, variants, cost",
+    p = command_parser(sub, "plan", parents,
                        description="Size every stage of a project on its hardware pool: layout, "
                                    "memory per GPU, time, GPU-hours and cost, variants side by "
                                    "side, a pilot per stage and when each card is needed.")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from tracker.cli import _query
+from tracker.cli import _query, command_parser
 from tracker.cli._output import open_store, print_json, print_table
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("runs", parents=parents, help="list stored runs")
+    p = command_parser(sub, "runs", parents)
     p.add_argument("--json", action="store_true", help="print as JSON")
     _query.add_arguments(p)
     p.add_argument("--stale-after", type=float, metavar="S", default=None,

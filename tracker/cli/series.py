@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import math
 
+from tracker.cli import command_parser
 from tracker.cli._output import fail, find_run, open_store, print_json
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("series", parents=parents, help="print one metric of a run")
+    p = command_parser(sub, "series", parents)
     p.add_argument("run", metavar="RUN", help="run id or name")
     p.add_argument("metric", metavar="METRIC", help="metric name, e.g. loss")
     p.add_argument("--json", action="store_true", help="print as JSON (NaN and Inf as null)")

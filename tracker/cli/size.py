@@ -15,6 +15,7 @@ from pathlib import Path
 from core.memory.frameworks import FRAMEWORKS
 from core.metrics import MARGIN
 from core.shape import LOSSES, RECOMPUTE
+from tracker.cli import command_parser
 from tracker.cli._output import fail, print_json, print_table
 
 OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -26,7 +27,7 @@ EXPORT_FORMATS = ("hf", "accelerate", "deepspeed", "torchtune", "axolotl", "ligh
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("size", parents=parents, help="size a training or inference run",
+    p = command_parser(sub, "size", parents,
                        description="Predict the per-GPU memory of a run before launching it.")
     model = p.add_mutually_exclusive_group()
     model.add_argument("--model", metavar="PRESET", help="a model preset (--list-models)")

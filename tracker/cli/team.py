@@ -9,16 +9,15 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tracker.cli import command_parser
 from tracker.cli._output import find_run, open_store, print_json
 
 
 def add_parser(sub, parents) -> None:
-    publish = sub.add_parser("publish", parents=parents,
-                             help="copy runs from this database to a team tracker")
+    publish = command_parser(sub, "publish", parents)
     publish.add_argument("--to", required=True, metavar="URL", help="the team database URL")
     _run_options(publish)
-    offline = sub.add_parser("take-offline", parents=parents,
-                             help="copy runs from a team tracker into this database")
+    offline = command_parser(sub, "take-offline", parents)
     offline.add_argument("--from", dest="source", required=True, metavar="URL",
                          help="the team database URL")
     _run_options(offline)

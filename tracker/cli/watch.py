@@ -15,12 +15,12 @@ import sys
 import time
 from pathlib import Path
 
+from tracker.cli import command_parser
 from tracker.cli._output import fail, open_store, printable
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("watch", parents=parents, help="follow folders and print (or forward) "
-                       "alerts when runs finish, crash, go wrong or go quiet")
+    p = command_parser(sub, "watch", parents)
     p.add_argument("folders", nargs="+", metavar="FOLDER", help="folders (or log files) to follow")
     p.add_argument("--interval", type=float, default=5.0, metavar="S",
                    help="seconds between looks (default 5)")

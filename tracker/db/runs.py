@@ -68,12 +68,14 @@ def save(
         run.shape = _merged_shape(RunShape.from_dict(run.shape), log.shape).to_dict()
         run.config = log.config
         run.summary = jsonable(log.summary)
-    points = save_series(unit, run.id, log, skip=part_metrics(unit, run.id))
-    if points or existing is None:  # a new log, even a header alone, is a sign of life
+    fresh = existing is None  # created just now: nothing stored under it to keep or replace
+    skip = frozenset() if fresh else part_metrics(unit, run.id)
+    points = save_series(unit, run.id, log, skip=skip, fresh=fresh)
+    if points or fresh:  # a new log, even a header alone, is a sign of life
         run.last_data_at = _last_written(sources) or now
-    save_events(unit, run.id, log.events)
-    save_checkpoint_refs(unit, run.id, log)
-    save_sources(unit, run.id, sources)
+    save_events(unit, run.id, log.events, fresh=fresh)
+    save_checkpoint_refs(unit, run.id, log, fresh=fresh)
+    save_sources(unit, run.id, sources, fresh=fresh)
     return run.id, points
 
 
@@ -161,39 +163,43 @@ def part_metrics(unit: Unit, run_id: int) -> set[str]:
     return {name for listed in names for name in listed}
 
 
-def save_series(unit: Unit, run_id: int, log: RunLog, skip: set[str] = frozenset()) -> int:
-    """Store the log's series into the run (new points appended); returns the points written."""
+def save_series(unit: Unit, run_id: int, log: RunLog, skip: set[str] = frozenset(),
+                fresh: bool = False) -> int:
+    """Store the log's series into the run (new points appended); returns the points written.
+    ``fresh``: the run was created in this transaction, so it has no series to look up."""
     from tracker.db import series as series_store
 
-    stored = {
+    stored = {} if fresh else {
         row.name: row
         for row in unit.session.execute(select(SeriesRow).where(SeriesRow.run_id == run_id)).scalars()
     }
-    points = 0
+    points, new = 0, []
     for name, series in log.series.items():
         row = stored.get(name)
         if name in skip:
             continue
         if row is None:
-            series_store.write(unit, run_id, series)
-            points += len(series)
+            new.append(series)
         elif series_store.extends(row, series):
             points += series_store.append(unit, row, series)
         else:
             series_store.replace(unit, row, series)
             points += len(series)
-    return points
+    return points + series_store.write_all(unit, run_id, new)
 
 
 def save_events(unit: Unit, run_id: int, events: list[RunEvent],
-                part_key: str | None = None) -> None:
-    """Store the events of the run's own log (or of one part), keeping the others'."""
-    for row in unit.session.execute(select(EventRow).where(EventRow.run_id == run_id)).scalars():
-        if row.data.get(PART_KEY) == part_key:
-            unit.session.delete(row)
-    unit.session.flush()
-    seen = {(e.kind, e.step) for e in unit.session.execute(
-        select(EventRow).where(EventRow.run_id == run_id)).scalars()}
+                part_key: str | None = None, fresh: bool = False) -> None:
+    """Store the events of the run's own log (or of one part), keeping the others'
+    (``fresh``: a run created in this transaction has none)."""
+    seen: set[tuple[str, int | None]] = set()
+    if not fresh:
+        for row in unit.session.execute(select(EventRow).where(EventRow.run_id == run_id)).scalars():
+            if row.data.get(PART_KEY) == part_key:
+                unit.session.delete(row)
+        unit.session.flush()
+        seen = {(e.kind, e.step) for e in unit.session.execute(
+            select(EventRow).where(EventRow.run_id == run_id)).scalars()}
     for e in events:
         if part_key is not None and (e.kind, e.step) in seen:
             continue  # the run's own log says so already
@@ -202,8 +208,8 @@ def save_events(unit: Unit, run_id: int, events: list[RunEvent],
                              wall_time=e.wall_time, data=data))
 
 
-def save_checkpoint_refs(unit: Unit, run_id: int, log: RunLog) -> None:
-    known = set(
+def save_checkpoint_refs(unit: Unit, run_id: int, log: RunLog, fresh: bool = False) -> None:
+    known = set() if fresh else set(
         unit.session.execute(select(CheckpointRow.path).where(CheckpointRow.run_id == run_id)).scalars()
     )
     for ref in log.checkpoints:
@@ -216,13 +222,15 @@ def save_checkpoint_refs(unit: Unit, run_id: int, log: RunLog) -> None:
 
 
 def save_sources(unit: Unit, run_id: int, sources: list[SourceStat],
-                 part_id: int | None = None) -> None:
+                 part_id: int | None = None, fresh: bool = False) -> None:
     """Replace the stored files of the run's own log (``part_id`` None) or of one part."""
-    mine = SourceFile.part_id.is_(None) if part_id is None else SourceFile.part_id == part_id
-    unit.session.execute(delete(SourceFile).where(SourceFile.run_id == run_id, mine))
-    unit.session.flush()
-    known = set(unit.session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))
-                .scalars())
+    known: set[str] = set()
+    if not fresh:
+        mine = SourceFile.part_id.is_(None) if part_id is None else SourceFile.part_id == part_id
+        unit.session.execute(delete(SourceFile).where(SourceFile.run_id == run_id, mine))
+        unit.session.flush()
+        known = set(unit.session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))
+                    .scalars())
     for s in sources:
         if s.path not in known:
             known.add(s.path)
