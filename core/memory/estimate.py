@@ -266,8 +266,9 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
     quant = frozen_bytes(storage, setup.quant_type, setup.double_quant)
     weights = linear * quant + (n - linear) * compute
-    if frac == 1.0:  # the output layer: untied by the framework, quantised with the blocks
-        weights += _head_params(spec, setup) * quant - spec.head_params * compute
+    if frac == 1.0:  # the output layer as the framework holds it: untied, quantised too
+        held = quant if framework_preset(setup.framework).quantizes_head else compute
+        weights += _head_params(spec, setup) * held - spec.head_params * compute
     return weights
 
 
