@@ -285,7 +285,7 @@ def _dequantized_head(spec: ModelSpec, setup: Setup) -> float:
     its backward: in the dtype it was quantised from, then (while that is alive) cast to the
     compute dtype (bitsandbytes' ``dequantize_4bit(B, state).to(A.dtype)``)."""
     preset = framework_preset(setup.framework)
-    if setup.method != "qlora" or not preset.quantizes_head:
+    if setup.precision != "nf4" or not preset.quantizes_head:
         return 0.0
     compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
     copies = 2 if preset.nf4_fp16_state and setup.compute_dtype != "fp16" else 1
@@ -346,7 +346,8 @@ def _zero_buckets(spec: ModelSpec, setup: Setup) -> float:
 def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
     """Activations, logits and KV cache of one GPU on this stage."""
     if not setup.training:
-        logits = act.logits_bytes(spec, setup) if stage.head else 0.0
+        logits = act.logits_bytes(spec, setup) + _dequantized_head(spec, setup) if stage.head \
+            else 0.0
         # a layer's workspace is gone by the time the head scores: the larger of the two
         return {"activations": max(0.0, act.inference_bytes(spec, setup) - logits),
                 "logits": logits, "kv_cache": kv_cache_bytes(spec, setup)}
