@@ -57,8 +57,12 @@ def element_bytes(setup: Setup) -> float:
 
 
 def autocast(setup: Setup) -> bool:
-    """CUDA autocast is on: mixed-precision training, and QLoRA's compute dtype."""
-    return setup.method == "qlora" or (setup.training and setup.precision.startswith("mixed-"))
+    """CUDA autocast is on: mixed-precision training, and QLoRA's compute dtype where the
+    framework steps it under autocast (HF's Trainer does; Fabric's bitsandbytes plugin and
+    torchtune only set the default dtype)."""
+    if setup.method == "qlora":
+        return framework_preset(setup.framework).quantized_autocast
+    return setup.training and setup.precision.startswith("mixed-")
 
 
 def fp32_stream(setup: Setup) -> bool:
@@ -236,7 +240,7 @@ def _mlp(spec: ModelSpec, setup: Setup, e: float, width: int, down_input_saved: 
     # 1 + tanh and the output are fp32 (the down projection keeps a 16-bit cast).
     # bitsandbytes returns its output in its input's dtype, and under autocast a LayerNorm's
     # output is fp32: behind a quantised up projection the activation runs in fp32.
-    act_in = 4.0 if setup.method == "qlora" and spec.norm == "layer" else e
+    act_in = 4.0 if setup.method == "qlora" and spec.norm == "layer" and autocast(setup) else e
     act = width * (act_in + 4.0 * (saves - 1)) if composite_fp32 else act_in * width * saves
     inner_dropout = spec.family in _T5 and spec.dropout  # T5 drops out the activation
     if spec.gated_mlp:  # the activation's output and the up projection's, kept by their product
@@ -264,8 +268,7 @@ def _lora_inputs(spec: ModelSpec, setup: Setup, e: float) -> float:
     matrices = [m for m in spec.lora_matrices(setup.lora_targets)
                 if not m.name.startswith("experts.")]
     if setup.adapter_fp32:
-        autocast_ = setup.method == "qlora" or setup.precision.startswith("mixed-")
-        per = (2.0 if autocast_ else 4.0) + (1.0 if setup.lora_dropout else 0.0)
+        per = (2.0 if autocast(setup) else 4.0) + (1.0 if setup.lora_dropout else 0.0)
         inputs = sum(per * m.d_in * m.count for m in matrices)
     elif setup.lora_dropout:
         inputs = sum((e + 1.0) * m.d_in * m.count for m in matrices)
@@ -285,6 +288,29 @@ def _input_of(name: str) -> str:
     prefix, _, base = name.rpartition(".")
     base = base.removeprefix("cross_")
     return f"{prefix}.{'cross_' if 'cross_' in name else ''}{_SHARED_INPUT.get(base, base)}"
+
+
+def held_quantized_inputs(spec: ModelSpec, setup: Setup) -> float:
+    """The previous micro-batch's 4-bit matmul inputs, alive through this one's forward.
+
+    bitsandbytes' MatMul4Bit (< 0.43.2) keeps its input as an attribute of its context
+    (``ctx.tensors = (A, B)``), not as a saved tensor, so backward does not free it: it
+    lives as long as the graph. A loop that holds the last micro-batch's logits until the
+    next forward returns (LitGPT's ``logits = model(...)``) holds that graph, and so every
+    block's inputs to its quantised linears, and the head's, beside the new activations.
+    Under reentrant checkpointing each context lives in one layer's local graph: nothing.
+    """
+    preset = framework_preset(setup.framework)
+    if not (setup.method == "qlora" and preset.keeps_last_graph and _inputs_saved(setup)[0]
+            and setup.recompute != "full"):
+        return 0.0
+    h, width = spec.hidden, spec.active_intermediate if spec.is_moe else spec.intermediate
+    # the attention's and the MLP's normed inputs (one tensor where a block shares its
+    # norm), the attention output, the down projection's input
+    per_layer = spec.norms_per_layer / 2 * 2 * h + spec.q_dim + width
+    head = h if preset.quantizes_head else 0.0
+    return local_tokens(setup) * element_bytes(setup) * (
+        per_layer * spec.n_layers / setup.layout.pp + head)
 
 
 def expert_adapter_bytes(spec: ModelSpec, setup: Setup) -> float:
@@ -389,6 +415,8 @@ _NO_UPCAST_LOSS = ("bert", "roberta", "t5", "mt5")
 
 
 def _per_logit(spec: ModelSpec, setup: Setup, e: float) -> float:
+    if setup.loss == "chunked" and framework_preset(setup.framework).loss_chunk_tokens:
+        return 2 * e  # LitGPT: the logits and each chunk's log-softmax, never upcast
     if setup.loss == "chunked":  # compiled, the chunk keeps its 16-bit input, recomputes softmax
         kept = e if setup.compile else LOGITS_CHUNKED
         return kept + (e + LOGITS_EAGER) / LOSS_CHUNKS

@@ -266,9 +266,30 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
     quant = frozen_bytes(storage, setup.quant_type, setup.double_quant)
     weights = linear * quant + (n - linear) * compute
-    if framework_preset(setup.framework).fp32_quantized_embedding and frac == 1.0:
-        weights += (4.0 - compute) * spec.embedding_params  # bitsandbytes' StableEmbedding
+    if frac == 1.0:  # the output layer as the framework holds it: untied, quantised too
+        held = quant if framework_preset(setup.framework).quantizes_head else compute
+        weights += _head_params(spec, setup) * held - spec.head_params * compute
     return weights
+
+
+def _head_params(spec: ModelSpec, setup: Setup) -> int:
+    """Parameters of the output layer as the framework's model holds it (LitGPT copies a
+    tied embedding into its own lm_head)."""
+    if spec.tied_embeddings and not framework_preset(setup.framework).unties_embeddings:
+        return 0
+    return spec.vocab * spec.hidden
+
+
+def _dequantized_head(spec: ModelSpec, setup: Setup) -> float:
+    """A quantised output layer's weight, dequantised whole for each chunk's matmul and for
+    its backward: in the dtype it was quantised from, then (while that is alive) cast to the
+    compute dtype (bitsandbytes' ``dequantize_4bit(B, state).to(A.dtype)``)."""
+    preset = framework_preset(setup.framework)
+    if setup.precision != "nf4" or not preset.quantizes_head:
+        return 0.0
+    compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
+    copies = 2 if preset.nf4_fp16_state and setup.compute_dtype != "fp16" else 1
+    return _head_params(spec, setup) * compute * copies / setup.layout.tp
 
 
 def _autocast_copied(spec: ModelSpec) -> float:
@@ -325,14 +346,18 @@ def _zero_buckets(spec: ModelSpec, setup: Setup) -> float:
 def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
     """Activations, logits and KV cache of one GPU on this stage."""
     if not setup.training:
-        logits = act.logits_bytes(spec, setup) if stage.head else 0.0
+        logits = act.logits_bytes(spec, setup) + _dequantized_head(spec, setup) if stage.head \
+            else 0.0
         # a layer's workspace is gone by the time the head scores: the larger of the two
         return {"activations": max(0.0, act.inference_bytes(spec, setup) - logits),
                 "logits": logits, "kv_cache": kv_cache_bytes(spec, setup)}
     activations = act.block_bytes(spec, setup) + act.expert_adapter_bytes(spec, setup)
+    activations += act.held_quantized_inputs(spec, setup)
     if stage.embedding or stage.head:
         activations += act.edge_bytes(spec, setup)
-    logits = act.logits_bytes(spec, setup) if stage.head else 0.0
+    logits = 0.0
+    if stage.head:
+        logits = act.logits_bytes(spec, setup) + _dequantized_head(spec, setup)
     # Under full recompute the rebuilt layer comes after the loss's gradients are freed: the
     # allocated peak holds the larger of the two, not both; the allocator still holds both.
     cached = min(act.rebuilt_layer_bytes(spec, setup), logits)

@@ -37,7 +37,14 @@ class Framework:
     persistent_grads: bool = False  # gradient buffers allocated once and kept (fp32 partitions)
     zero_bucket: int | None = None  # ZeRO reduce bucket (elements); None: hidden_size squared
     nf4_saves_input: bool = True  # 4-bit base matmuls keep their input (bitsandbytes < 0.43.2)
-    fp32_quantized_embedding: bool = False  # a quantised model's embedding kept in fp32
+    # 4-bit weights quantised from fp16, so each dequantisation makes an fp16 weight and, under
+    # bf16 compute, a bf16 copy of it: bitsandbytes < 0.43 (Params4bit.cuda calls .half()) and
+    # Lightning Fabric's _Linear4bit in every release (quantize: .to(dtype=torch.half)).
+    nf4_fp16_state: bool = True
+    # Its loop holds the last micro-batch's outputs (so its autograd graph) through the next
+    # forward: bitsandbytes' MatMul4Bit keeps its input on ctx (ctx.tensors = (A, B)), not as a
+    # saved tensor, so those inputs outlive backward until the graph dies.
+    keeps_last_graph: bool = False
     # What its own model code and loop do that transformers' would not (the simulated step
     # follows them; see tracker/simulate):
     quantized_autocast: bool = True  # QLoRA steps under autocast (HF Trainer's bf16=True)
@@ -84,7 +91,8 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "chunked NLL loss (256-token chunks, checkpointed: no b x s x vocab tensor); "
                 "QLoRA adapters cast to bf16"),
     Framework(
-        "torchtune", "torchtune", nf4_saves_input=False, quantized_autocast=False,
+        "torchtune", "torchtune", nf4_saves_input=False, nf4_fp16_state=False,
+        quantized_autocast=False,
         knobs=frozenset({"activation_offload"}),
         defaults={"precision": "bf16", "adapter_fp32": False, "recompute": "full",
                   "loss": "chunked"},
@@ -103,8 +111,10 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         # Lightning Fabric's bitsandbytes plugin swaps every nn.Linear (the head too) and runs
         # forward under a default-dtype context, not autocast; LitGPT's GPT keeps wte and lm_head
         # apart (convert_hf_checkpoint copies a tied embedding) and its loop calls the head and
-        # chunked_cross_entropy per 128 tokens in bf16, holding the logits until backward ends.
-        "litgpt", "LitGPT", mixed_keeps_fp32_base=True, fp32_quantized_embedding=True,
+        # chunked_cross_entropy per 128 tokens in bf16; the loop's `logits = model(...)` holds the
+        # last micro-batch's logits, and with them its graph, until the next forward returns
+        # (finetune/lora.py at 8641822 and at 00af8b0d, which pins bitsandbytes 0.42.0).
+        "litgpt", "LitGPT", mixed_keeps_fp32_base=True, keeps_last_graph=True,
         quantized_autocast=False, quantizes_head=True, unties_embeddings=True,
         loss_chunk_tokens=128,
         knobs=frozenset(),
@@ -113,8 +123,9 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         many_gpus={"recompute": "full"},
         summary="config-hub runs in bf16-true (8 B/param, bf16 adapters); 128-token chunks of "
                 "bf16 logits, no fp32 upcast; no checkpointing on one GPU, per block under "
-                "FSDP; QLoRA with 32-bit paged AdamW and bitsandbytes' fp32 StableEmbedding; "
-                "bf16-mixed keeps fp32 weights"),
+                "FSDP; QLoRA with 32-bit paged AdamW, the head quantised too (from fp16: each "
+                "dequantisation also makes a bf16 copy), and the last micro-batch's 4-bit matmul "
+                "inputs held through the next forward; bf16-mixed keeps fp32 weights"),
     Framework(
         "axolotl", "axolotl", hf_modules=True,
         knobs=frozenset({"fused_loss", "activation_offload"}),

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from core.memory import Layout, ModelSpec, Setup, SetupError, estimate, model_states
 from core.memory.activations import layer_per_token
 from core.memory.estimate import kv_cache_bytes
+from core.memory.precision import frozen_bytes
 from core.models import preset
 
 GB = 1e9
@@ -161,3 +162,19 @@ def test_more_layers_never_needs_less(spec, setup, extra):
     deeper = replace(spec, n_layers=spec.n_layers + extra, n_params=None)
     shallow = replace(spec, n_params=None)
     assert estimate(deeper, setup).allocated >= estimate(shallow, setup).allocated
+
+
+def test_litgpt_dequantises_its_4bit_head_through_fp16():
+    """Lightning's _Linear4bit quantises from fp16 (``.to(dtype=torch.half)``), so each bf16
+    matmul of the quantised head makes the fp16 weight and then a bf16 copy of it; with an
+    fp16 compute dtype there is one."""
+    spec = preset("llama-2-7b")
+    setup = Setup(method="qlora", precision="nf4", framework="litgpt", loss="chunked")
+    bf16 = estimate(spec, setup)
+    fp16 = estimate(spec, setup.but(compute_dtype="fp16"))
+    head = spec.vocab * spec.hidden
+    assert bf16.breakdown["logits"] - fp16.breakdown["logits"] == pytest.approx(head * 2)
+    # the head itself is stored in 4 bits, beside a 16-bit embedding
+    hf = estimate(spec, setup.but(framework="hf"))
+    assert hf.breakdown["weights"] - bf16.breakdown["weights"] == pytest.approx(
+        head * (2 - frozen_bytes("nf4")))

@@ -160,3 +160,30 @@ def test_litgpt_keeps_its_own_output_layer(tmp_path):
     hf = _parameter_bytes(spec, INFER_BF16)
     litgpt = _parameter_bytes(spec, INFER_BF16.but(framework="litgpt"))
     assert litgpt - hf == pytest.approx(GPT2["vocab_size"] * GPT2["n_embd"] * 2, abs=1024)
+
+
+def test_litgpt_holds_the_last_micro_batchs_4bit_inputs_through_the_next_forward(
+        tmp_path, monkeypatch):
+    """bitsandbytes' MatMul4Bit keeps its input on its context, alive as long as the graph;
+    LitGPT's loop holds the last graph (its ``logits``) until the next forward returns. At
+    the end of that forward the simulation holds what the analytical term counts: the same
+    fact, counted twice."""
+    from dataclasses import replace
+
+    from core.memory import activations, frameworks
+
+    spec = _spec(LLAMA, tmp_path)
+    setup = Setup(method="qlora", precision="nf4", seq_len=512, micro_batch=2, grad_accum=2,
+                  framework="litgpt", loss="chunked", adapter_fp32=False,
+                  optimizer="paged-adamw", lora_dropout=False)
+    held = activations.held_quantized_inputs(spec, setup)
+    config = model_config(spec)
+    found = stacks(config)
+    counts = {s.name: s.count for s in found}
+    end = ("forward", 1, "after", "layers")
+    holding = measure(config, setup, found, counts).peaks[end][0]
+    monkeypatch.setitem(frameworks.FRAMEWORKS, "litgpt",
+                        replace(frameworks.FRAMEWORKS["litgpt"], keeps_last_graph=False))
+    assert activations.held_quantized_inputs(spec, setup) == 0
+    dropped = measure(config, setup, found, counts).peaks[end][0]
+    assert holding - dropped == pytest.approx(held, rel=0.01)

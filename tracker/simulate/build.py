@@ -40,6 +40,7 @@ class Built:
     autocast: Any  # torch dtype, or None for no autocast
     head: Any = None  # the output layer, when a fused loss replaces it
     notes: list[str] = field(default_factory=list)
+    held: list = field(default_factory=list)  # 4-bit matmul inputs the live graphs keep
 
     def trainable(self) -> list:
         return [p for p in self.model.parameters() if p.requires_grad]
@@ -77,7 +78,8 @@ def build(config: dict[str, Any], setup: Setup, stacks: list[Stack], fake_mode) 
     head = None
     if setup.loss in ("fused", "chunked") and setup.training:
         head = _detach_head(_base(model))
-    return Built(model, _layers(model, stacks), _autocast(setup), head, notes)
+    return Built(model, _layers(model, stacks), _autocast(setup), head, notes,
+                 _held_inputs(model, setup))
 
 
 def _from_config(config: dict[str, Any], setup: Setup, notes: list[str]):
@@ -171,12 +173,26 @@ def _quantize(model, setup: Setup) -> None:
 
     head = None if preset.quantizes_head else model.get_output_embeddings()
     kept, saves = _kept(model), preset.nf4_saves_input or bits == 8
+    state = torch.float16 if bits == 4 and preset.nf4_fp16_state else dtype
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             # subclasses too (Falcon's FalconLinear): bitsandbytes swaps every nn.Linear
             if isinstance(child, (torch.nn.Linear, Conv1D)) and not isinstance(child, cls) \
                     and child is not head and name not in kept:
-                setattr(parent, name, cls(child, bits, setup.double_quant, dtype, saves))
+                setattr(parent, name, cls(child, bits, setup.double_quant, dtype, saves, state))
+
+
+def _held_inputs(model, setup: Setup) -> list:
+    """One list the quantised matmuls keep their inputs in while their graph lives, as
+    bitsandbytes keeps them on the graph's contexts. Under transformers 4's reentrant
+    checkpointing, which those bitsandbytes releases ran with, a context lives in one layer's
+    local graph, as a saved tensor does: with recompute they are saved for backward instead."""
+    held: list = []
+    if setup.training and setup.recompute != "full":
+        for module in model.modules():
+            if hasattr(module, "held"):
+                module.held = held
+    return held
 
 
 def _lora(model, setup: Setup, notes: list[str]):

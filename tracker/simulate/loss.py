@@ -32,17 +32,23 @@ def chunked_cross_entropy(hidden, head, labels, chunks: int):
     return total / labels.numel()
 
 
-def per_chunk_cross_entropy(hidden, head, labels, tokens: int):
-    """LitGPT's loss: its loop calls the head on ``tokens``-token slices (``lm_head_chunk_size``)
-    and ``chunked_cross_entropy`` on each in the compute dtype, without an upcast. Returns the
-    loss and the logits, which the loop's ``logits`` variable holds until backward ends."""
+def head_chunks(hidden, head, tokens: int) -> list:
+    """LitGPT's output layer: its model calls the head on ``tokens``-token slices
+    (``lm_head_chunk_size``) and returns the list, which the loop's ``logits`` holds."""
     import torch.nn.functional as F
 
     project = getattr(head, "project", None) or (lambda part: F.linear(part, head.weight, head.bias))
-    logits = [project(part) for part in hidden.split(tokens, dim=1)]
+    return [project(part) for part in hidden.split(tokens, dim=1)]
+
+
+def per_chunk_cross_entropy(logits: list, labels, tokens: int):
+    """LitGPT's ``chunked_cross_entropy`` on the head's chunks, in the compute dtype, without
+    an upcast."""
+    import torch.nn.functional as F
+
     total = sum(F.cross_entropy(part.flatten(0, 1), target.flatten(), reduction="sum")
                 for part, target in zip(logits, labels.split(tokens, dim=1), strict=True))
-    return total / labels.numel(), logits
+    return total / labels.numel()
 
 
 def _chunk(tokens: int, vocab: int, hidden: int) -> int:

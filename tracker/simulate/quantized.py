@@ -5,8 +5,11 @@ modules that hold exactly what it holds and allocate what its kernels
 allocate: a 4-bit weight is packed two per byte with one absmax per 64
 weights (one byte each, plus one fp32 per 256 blocks with double
 quantisation, Dettmers et al. 2023); each matmul dequantises the whole weight
-to the compute dtype, and its autograd function keeps the input for backward
-(``MatMul4Bit`` stores ``ctx.tensors = (A, B)``). 8-bit Adam keeps two
+in the dtype it was quantised from (fp16 for bitsandbytes < 0.43 and Lightning's
+plugin), then casts it to the compute dtype (``dequantize_4bit(B, state).to(A.dtype)``),
+and its autograd function keeps the input for backward as an attribute of its
+context (``MatMul4Bit`` stores ``ctx.tensors = (A, B)``, not a saved tensor), so
+the input lives as long as the graph does, not only until its backward. 8-bit Adam keeps two
 uint8 moments with one fp32 absmax per 256 values, and 32-bit moments for
 tensors under 4,096 elements (bitsandbytes' ``min_8bit_size``); its update is
 one fused kernel, so it allocates nothing while stepping. Paged optimizers
@@ -32,13 +35,18 @@ def quantized_linear_class():
         """A frozen linear stored as bitsandbytes stores it; PEFT wraps it like any Linear."""
 
         def __init__(self, base: torch.nn.Module, bits: int, double_quant: bool,
-                     compute_dtype: torch.dtype, saves_input: bool = True) -> None:
+                     compute_dtype: torch.dtype, saves_input: bool = True,
+                     state_dtype: torch.dtype | None = None) -> None:
             torch.nn.Module.__init__(self)
             if isinstance(base, torch.nn.Linear):
                 self.in_features, self.out_features = base.in_features, base.out_features
             else:  # transformers' Conv1D (GPT-2) stores its weight as (in, out)
                 self.in_features, self.out_features = base.weight.shape
             self.bits, self.compute_dtype, self.saves_input = bits, compute_dtype, saves_input
+            self.state_dtype = state_dtype or compute_dtype  # the dtype it was quantised from
+            # Inputs kept on the graph's contexts until the loop drops the graph (the simulated
+            # step empties the list then); None: saved for backward and freed by it.
+            self.held: list | None = None
             n = self.in_features * self.out_features
             device = base.weight.device
             packed = math.ceil(n * bits / 8)
@@ -59,26 +67,29 @@ def quantized_linear_class():
             return _MatMul.apply(x, self).to(out_dtype)
 
         def dequantize(self, dtype: torch.dtype) -> torch.Tensor:
-            """What the dequantisation kernel allocates: fp32 block scales, then the weight."""
+            """What the dequantisation allocates: fp32 block scales, the weight in the dtype it
+            was quantised from, and its cast to ``dtype`` while that one is still alive."""
             scales = self.absmax.to(torch.float32) if self.absmax.dtype != torch.float32 else None
-            weight = torch.empty(self.out_features, self.in_features, dtype=dtype,
+            weight = torch.empty(self.out_features, self.in_features, dtype=self.state_dtype,
                                  device=self.weight.device)
             del scales
-            return weight
+            return weight.to(dtype)
 
     class _MatMul(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, layer):
             ctx.layer = layer
             # MatMul4Bit keeps A whatever is frozen (bitsandbytes < 0.43.2); torchao's NF4 does not
-            ctx.save_for_backward(x if layer.saves_input else x.new_empty(0))
+            if layer.saves_input and layer.held is not None:
+                layer.held.append(x)
+            else:
+                ctx.save_for_backward(x if layer.saves_input else x.new_empty(0))
             weight = layer.dequantize(x.dtype)
             return torch.nn.functional.linear(
                 x, weight, None if layer.bias is None else layer.bias.to(x.dtype))
 
         @staticmethod
         def backward(ctx, grad):
-            (_x,) = ctx.saved_tensors
             weight = ctx.layer.dequantize(grad.dtype)
             return grad @ weight, None
 

@@ -129,37 +129,70 @@ def _first_step(params: list, optimizer) -> None:
 
 
 def _train(built, setup: Setup, inputs: dict[str, Any], optimizer, tracker) -> None:
-    for micro in range(min(setup.grad_accum, 2)):
+    """Two micro-batches (the second with gradients held when they accumulate), then the step.
+
+    A loop that holds the last micro-batch's outputs (LitGPT) keeps its graph through the
+    next forward, and the step always has a next forward: two micro-batches are run even
+    without accumulation, the gradients freed between them as the step's zero_grad does.
+    """
+    from core.memory.frameworks import framework
+
+    keeps = framework(setup.framework).keeps_last_graph
+    micro_steps = 2 if keeps else min(setup.grad_accum, 2)
+    last: list = []  # the previous micro-batch's loss, logits and count of held inputs
+    for micro in range(micro_steps):
         tracker.next_micro_step(micro)
         with _autocast(built.autocast):
-            loss, held = _loss(built, setup, inputs)
+            loss, held = _loss(built, setup, inputs, last)
         loss.backward()
+        last[:] = [loss, held, len(built.held)]
         del loss, held
+        if not keeps:
+            _drop(built, last)
+        if setup.grad_accum == 1 and micro + 1 < micro_steps:
+            for p in built.trainable():
+                p.grad = None
     tracker.micro = 0
     if optimizer is not None:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+    _drop(built, last)
 
 
-def _loss(built, setup: Setup, inputs: dict[str, Any]) -> tuple[Any, Any]:
-    """The loss, and what the training loop holds beside it through backward."""
+def _drop(built, last: list) -> None:
+    """The loop lets the last micro-batch's outputs go: its graph dies, and with it the 4-bit
+    matmul inputs bitsandbytes kept on the graph's contexts."""
+    if last:
+        del built.held[:last[-1]]
+    last.clear()
+
+
+def _loss(built, setup: Setup, inputs: dict[str, Any], last: list) -> tuple[Any, Any]:
+    """The loss, and what the training loop holds beside it through backward. The previous
+    micro-batch's outputs (``last``) go once this forward's exist."""
     from core.memory.activations import LOSS_CHUNKS
     from core.memory.frameworks import framework
     from tracker.simulate.loss import (
         chunked_cross_entropy,
         fused_linear_cross_entropy,
+        head_chunks,
         per_chunk_cross_entropy,
     )
 
     if built.head is None:
-        return built.model(**inputs).loss, None
+        out = built.model(**inputs)
+        _drop(built, last)
+        return out.loss, None
     kwargs = {k: v for k, v in inputs.items() if k != "labels"}
     hidden, labels = built.model(**kwargs).logits, inputs["labels"]
     tokens = framework(setup.framework).loss_chunk_tokens
+    if tokens and setup.loss != "fused":
+        hidden = head_chunks(hidden, built.head, tokens)  # LitGPT's model returns the chunks
+    _drop(built, last)  # the loop's `logits = model(...)` lets the last micro-batch's go
     if setup.loss == "fused":
         return fused_linear_cross_entropy(hidden, built.head.weight, labels), None
     if tokens:
-        return per_chunk_cross_entropy(hidden, built.head, labels, tokens)
+        return per_chunk_cross_entropy(hidden, labels, tokens), hidden
     return chunked_cross_entropy(hidden, built.head, labels, LOSS_CHUNKS), None
 
 
