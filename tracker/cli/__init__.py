@@ -10,7 +10,6 @@ other command's imports.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import sys
 
@@ -100,8 +99,6 @@ def main(argv: list[str] | None = None, extra: dict[str, str] | None = None) -> 
     except BrokenPipeError:  # `headroom runs | head`
         sys.stderr.close()
         return 0
-    finally:
-        gc.unfreeze()  # what the command froze at start-up (_output.long_lived) is the caller's again
 
 
 if __name__ == "__main__":

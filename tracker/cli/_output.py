@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import re
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,35 +19,17 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-@contextmanager
-def long_lived() -> Iterator[None]:
-    """For the start-up of a command: the database libraries' modules and the open store it
-    imports and makes here live until it ends. The cyclic garbage collector neither runs while
-    they are made nor walks them after (they are frozen until :func:`tracker.cli.main` returns),
-    which would cost a small command a tenth of its time; the few hundred cycles that start-up
-    leaves are kept that long."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
-
-
 def open_store(url: str | None) -> Store:
     """The store for ``--db`` (or the default), with a one-line error on failure."""
-    with long_lived():
-        from tracker.db.engine import SchemaError
-        from tracker.store import Store
+    from tracker.db.engine import SchemaError
+    from tracker.store import Store
 
-        try:
-            return Store(url)
-        except SchemaError as err:
-            fail(str(err))
-        except Exception as err:  # a bad URL or an unreachable server
-            fail(f"cannot open database {url or ''}: {str(err).splitlines()[0]}")
+    try:
+        return Store(url)
+    except SchemaError as err:
+        fail(str(err))
+    except Exception as err:  # a bad URL or an unreachable server
+        fail(f"cannot open database {url or ''}: {str(err).splitlines()[0]}")
     raise AssertionError("unreachable")
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tracker.cli import command_parser
-from tracker.cli._output import long_lived, open_store, print_json, printable
+from tracker.cli._output import open_store, print_json, printable
 
 
 def add_parser(sub, parents) -> None:
@@ -17,10 +17,9 @@ def add_parser(sub, parents) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with long_lived():
-        from tracker.ingest import ingest
+    from tracker.ingest import ingest
 
-        store = open_store(args.db)
+    store = open_store(args.db)
     progress = _progress_bar if sys.stderr.isatty() and not args.json else None
     report = ingest(store, args.paths, progress=progress)
     if progress is not None:
