@@ -52,6 +52,8 @@ class Spike:
 
 def find_spikes(values: np.ndarray, *, log_scale: bool = False) -> list[Spike]:
     """Runs of consecutive points far above their trailing median that pass the size rules."""
+    if not len(values):  # a curve whose every point was NaN: nothing to compare
+        return []
     data = np.log10(values) if log_scale else values
     # Only the points above Z_ENTER are kept from each chunk: every point of a spike is one.
     above, z, median = [], [], []

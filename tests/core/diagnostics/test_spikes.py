@@ -126,3 +126,13 @@ def test_a_spike_in_a_log_without_lr_or_batch_names_what_cannot_be_told():
     spike = only(RunData(series=series(loss=(steps, loss))), "loss_spike")
     assert spike.cause == ("The log cannot tell which: a learning rate too high, a batch-size "
                            "change or a bad batch or data outlier.")
+
+
+@pytest.mark.parametrize("points", [0, 2, 40])
+def test_a_loss_that_is_nan_throughout_breaks_no_rule(points):
+    from core.diagnostics import diagnose
+    from core.runlog import Series
+
+    steps = np.arange(1, points + 1)
+    run = RunData(series={"loss": Series("loss", steps, np.full(points, np.nan))}, name="nan")
+    assert [f.kind for f in diagnose(run, strict=True)] == (["loss_nan"] if points else [])
