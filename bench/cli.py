@@ -2,7 +2,7 @@
 
 ``--version`` imports the command line and answers: the floor any command pays
 (Python's start and the launcher). A second floor is the database libraries'
-import alone (SQLAlchemy's ORM and SQLModel), which any command that opens the
+import alone (SQLAlchemy and its ORM), which any command that opens the
 database pays; a third, the modules an ingest's writes need (those libraries,
 numpy, the schema's tables) with nothing run. Beside them, in one run and interleaved so the machine's noise
 hits all alike:
@@ -104,7 +104,7 @@ def main() -> None:
         env = _env(tmp / "home")
         commands = {
             FLOORS[0]: (lambda: [*args.headroom, "--version"], env),
-            FLOORS[1]: (lambda: [sys.executable, "-c", "import sqlalchemy.orm, sqlmodel"], env),
+            FLOORS[1]: (lambda: [sys.executable, "-c", "import sqlalchemy.orm"], env),
             FLOORS[2]: (lambda: [sys.executable, "-c", "import tracker.ingest, tracker.store"], env),
             **_commands(args.headroom, env, tmp, "", args.repeat),
         }

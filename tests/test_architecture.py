@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
-    "core": {"tracker", "desktop", "sqlalchemy", "sqlmodel", "alembic", "PySide6", "pyqtgraph"},
+    "core": {"tracker", "desktop", "sqlalchemy", "alembic", "PySide6", "pyqtgraph"},
     "tracker": {"desktop", "PySide6", "pyqtgraph"},
     "desktop": set(),
     "desktop/presenters": {"PySide6", "pyqtgraph"},
@@ -18,7 +18,7 @@ FORBIDDEN = {
 HEAVY = {"torch", "transformers", "tensorboard", "lightning", "pytorch_lightning", "pandas",
          "safetensors", "peft", "wandb"}
 # Modules only tracker/db may import: the ORM rows and the query builders.
-PERSISTENCE = ("tracker.db.schema", "sqlmodel", "sqlalchemy")
+PERSISTENCE = ("tracker.db.schema", "sqlalchemy")
 
 
 def _imports(tree: ast.AST, top_level_only: bool, depth: int = 1) -> set[str]:
@@ -84,7 +84,7 @@ def test_a_planted_violation_of_each_contract_is_caught(tmp_path):
         "desktop/presenters/paint.py": "def f():\n    from PySide6.QtGui import QColor\n",
         "tracker/eager.py": "import torch\n",
         "tracker/rows.py": "def f():\n    from tracker.db.schema import Run\n",
-        "tracker/db/fine.py": "from sqlmodel import select\n",
+        "tracker/db/fine.py": "from sqlalchemy import select\n",
         "desktop/views/reach.py": "def f():\n    from tracker.store import Store\n",
     }
     for name, text in plant.items():

@@ -62,7 +62,7 @@ def test_the_window_is_built_before_the_database_layer_is_imported(tmp_path):
         "window = MainWindow(compose(AppServices(), settings), settings)\n"
         "window.show()\n"
         "window.repaint()\n"
-        "print(json.dumps(sorted(m for m in ('sqlalchemy', 'sqlmodel', 'alembic') "
+        "print(json.dumps(sorted(m for m in ('sqlalchemy', 'alembic') "
         "if m in sys.modules)))\n"
         "window.close()\n"
     )

@@ -12,10 +12,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
-from sqlmodel import SQLModel
 
 from tests.pg import fresh_database
 from tracker.db.engine import SchemaError, _alembic_config, make_engine
+from tracker.db.schema import Table
 from tracker.ingest import ingest
 from tracker.store import Store
 from tracker.team import copy_runs
@@ -47,7 +47,7 @@ def test_migrations_step_up_from_the_first_revision_to_the_models(url):
     for revision in revisions:
         command.upgrade(config, revision.revision)
     with engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+        diff = compare_metadata(MigrationContext.configure(conn), Table.metadata)
     assert diff == [], diff
     engine.dispose()
 

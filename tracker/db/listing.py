@@ -1,6 +1,6 @@
 """Run summaries read with the standard library's sqlite3: ``headroom runs`` in a blink.
 
-Importing SQLAlchemy's ORM and SQLModel takes about half a second, more than the
+Importing SQLAlchemy and its ORM takes about a third of a second, more than the
 whole listing of a local database. When the database is a local SQLite file at the
 schema revision this code knows, :func:`summaries` reads what
 :func:`tracker.db.runs.summaries` reads, with the same queries, and returns the same

@@ -1,12 +1,11 @@
 """Alembic environment: runs revisions on the engine the store hands over."""
 
 from alembic import context
-from sqlmodel import SQLModel
 
-from tracker.db import schema  # noqa: F401  (registers the tables on the metadata)
+from tracker.db.schema import Table
 
 config = context.config
-target_metadata = SQLModel.metadata
+target_metadata = Table.metadata
 
 
 def run_migrations_online() -> None:
