@@ -13,7 +13,7 @@ the optimizer step (every gradient, no activations).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from core.memory import activations as act
 from core.memory.frameworks import framework as framework_preset
@@ -105,6 +105,7 @@ def _stages(spec: ModelSpec, setup: Setup) -> dict[str, _Stage]:
 def estimate(spec: ModelSpec, setup: Setup) -> Estimate:
     """Predict the per-GPU memory of ``setup`` on ``spec`` (raises SetupError if invalid)."""
     check(spec, setup)
+    spec = as_built(spec, setup)
     results = [_stage_estimate(spec, setup, name, stage)
                for name, stage in _stages(spec, setup).items()]
     return max(results, key=lambda e: (e.required, e.allocated))  # the stage that must fit
@@ -117,10 +118,20 @@ def model_states(spec: ModelSpec, setup: Setup) -> dict[str, float]:
     (2 + 2 + K)Ψ and its sharded forms when ``fp32_grads`` is off.
     """
     check(spec, setup)
+    spec = as_built(spec, setup)
     stage = next(iter(_stages(spec, setup).values()))
     frac = stage.params(spec) / spec.total_params
     static = _static(spec, setup, trainable_params(spec, setup) * frac, frac)
     return {k: static[k] for k in ("weights", "gradients", "optimizer")}
+
+
+def as_built(spec: ModelSpec, setup: Setup) -> ModelSpec:
+    """The model as the framework builds it: LitGPT's GPT keeps its own ``lm_head`` beside the
+    embedding, so a tied model trains and stores a copy of it (convert_hf_checkpoint copies it)."""
+    if not spec.tied_embeddings or not framework_preset(setup.framework).unties_embeddings:
+        return spec
+    copy = spec.vocab * spec.hidden
+    return replace(spec, tied_embeddings=False, n_params=spec.n_params and spec.n_params + copy)
 
 
 def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> Estimate:
@@ -268,16 +279,8 @@ def _weight_bytes(spec: ModelSpec, setup: Setup, frac: float) -> float:
     weights = linear * quant + (n - linear) * compute
     if frac == 1.0:  # the output layer as the framework holds it: untied, quantised too
         held = quant if framework_preset(setup.framework).quantizes_head else compute
-        weights += _head_params(spec, setup) * held - spec.head_params * compute
+        weights += spec.head_params * (held - compute)
     return weights
-
-
-def _head_params(spec: ModelSpec, setup: Setup) -> int:
-    """Parameters of the output layer as the framework's model holds it (LitGPT copies a
-    tied embedding into its own lm_head)."""
-    if spec.tied_embeddings and not framework_preset(setup.framework).unties_embeddings:
-        return 0
-    return spec.vocab * spec.hidden
 
 
 def _dequantized_head(spec: ModelSpec, setup: Setup) -> float:
@@ -289,7 +292,7 @@ def _dequantized_head(spec: ModelSpec, setup: Setup) -> float:
         return 0.0
     compute = 4.0 if setup.compute_dtype == "fp32" else 2.0
     copies = 2 if preset.nf4_fp16_state and setup.compute_dtype != "fp16" else 1
-    return _head_params(spec, setup) * compute * copies / setup.layout.tp
+    return spec.head_params * compute * copies / setup.layout.tp
 
 
 def _autocast_copied(spec: ModelSpec) -> float:

@@ -164,6 +164,24 @@ def test_more_layers_never_needs_less(spec, setup, extra):
     assert estimate(deeper, setup).allocated >= estimate(shallow, setup).allocated
 
 
+def test_litgpt_trains_a_tied_model_with_its_own_output_layer():
+    """LitGPT's GPT keeps ``lm_head`` apart from the embedding, so a tied model (Gemma, Llama
+    3.2) holds a second vocab x hidden matrix: frozen beside LoRA, trained in full fine-tuning
+    (its gradient and AdamW's two states too). An untied model is built as it is."""
+    spec = preset("gemma-2-2b")
+    head = spec.vocab * spec.hidden
+    lora = Setup(method="lora", precision="bf16", adapter_fp32=False)
+    own = estimate(spec, lora.but(framework="litgpt")).breakdown
+    assert own["weights"] - estimate(spec, lora).breakdown["weights"] == pytest.approx(head * 2)
+    full = Setup(method="full", precision="bf16")
+    states = model_states(spec, full.but(framework="litgpt"))
+    assert states["weights"] - model_states(spec, full)["weights"] == pytest.approx(head * 2)
+    assert states["optimizer"] > model_states(spec, full)["optimizer"]
+    untied = preset("llama-2-7b")
+    assert (estimate(untied, lora.but(framework="litgpt")).breakdown["weights"]
+            == estimate(untied, lora).breakdown["weights"])
+
+
 def test_litgpt_dequantises_its_4bit_head_through_fp16():
     """Lightning's _Linear4bit quantises from fp16 (``.to(dtype=torch.half)``), so each bf16
     matmul of the quantised head makes the fp16 weight and then a bf16 copy of it; with an
