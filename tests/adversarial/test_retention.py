@@ -97,11 +97,12 @@ def test_a_lone_log_in_a_home_folder_adopts_nothing_for_deletion(tmp_path, store
 
 
 def test_a_checkpoint_another_stored_run_claims_is_never_deleted(tmp_path, store, trash, capsys):
-    """A run folder holding another run's folder: the inner run's files stay its own."""
+    """A run folder holding another run's log: the inner run's files stay its own. (Below a
+    recorder's or a framework's own folder the outer walk does not even go.)"""
     outer = tmp_path / "exp"
     headroom_log(outer / "headroom.jsonl", [100, 300])
     mine = [plain_checkpoint(outer / f"ckpt_{s}.pt", s) for s in (100, 300)]
-    headroom_log(outer / "sub" / "headroom.jsonl", [150, 250])
+    headroom_log(outer / "sub" / "train.jsonl", [150, 250])
     theirs = [plain_checkpoint(outer / "sub" / f"ckpt_{s}.pt", s) for s in (150, 250)]
     inner_id = ingested(store, outer / "sub")
 

@@ -2,8 +2,8 @@
 
 The walk starts at the run folder (the log's folder, or above an HF
 ``checkpoint-N/``) and at folders the run's config names (``output_dir``,
-Lightning ``dirpath`` ...), a few levels deep. Each folder or file is offered
-to the layouts in turn. Checkpoints the logs name (HF
+Lightning ``dirpath`` ...), a few levels deep, never into another run's own
+folder. Each folder or file is offered to the layouts in turn. Checkpoints the logs name (HF
 ``best_model_checkpoint``, a Headroom JSONL checkpoint line) are matched to
 what was found; paths written on another machine
 (``/kaggle/working/outputs/checkpoint-3765``) match by their tail, and one
@@ -23,11 +23,16 @@ from core.status import CheckpointStatus
 from tracker.checkpoints import files, folders
 from tracker.checkpoints.parts import as_step, new, step_from_name
 from tracker.readers._common import flatten
+from tracker.record.writer import RUN_FILE
 
 MAX_DEPTH = 3
 # Folders entered per walk at most: a run folder is not a home directory.
 MAX_FOLDERS = 2000
 SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "wandb", "mlruns", "venv"}
+# Files at the top of one training run's own folder (an HF Trainer output folder, a Lightning
+# version_N, a Headroom recorder's folder): a walk from another run's folder does not enter it,
+# since what it holds is that run's (a log dropped in a folder of past runs would take them all).
+RUN_LOGS = frozenset({RUN_FILE, "trainer_state.json", "hparams.yaml"})
 # Config keys that name where checkpoints were written or came from.
 CONFIG_FOLDERS = ("output_dir", "dirpath", "save", "save_dir", "checkpoint_dir", "ckpt_dir",
                   "checkpoint.folder", "default_root_dir")
@@ -84,6 +89,8 @@ def _walk(folder: Path, depth: int, found: dict[str, Checkpoint], budget: list[i
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
+        return
+    if depth and any(entry.name in RUN_LOGS for entry in entries):
         return
     for entry in entries:
         path = Path(entry.path)

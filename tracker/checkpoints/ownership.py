@@ -17,15 +17,14 @@ from collections import defaultdict
 from pathlib import Path
 
 from core.checkpoints import Checkpoint
-from tracker.checkpoints.discover import run_folder
+from tracker.checkpoints.discover import RUN_LOGS, run_folder
 from tracker.db import checkpoints as rows
 from tracker.db.unit import Unit
-from tracker.record.writer import RUN_FILE
 
 OUTSIDE = "outside the run: never deleted here"
 # Files and folders that only a training framework's own run folder holds.
-RUN_FILES = {RUN_FILE, "trainer_state.json", "hparams.yaml", "latest",
-             "latest_checkpointed_iteration.txt", "checkpoints", "lightning_logs"}
+RUN_FILES = RUN_LOGS | {"latest", "latest_checkpointed_iteration.txt", "checkpoints",
+                        "lightning_logs"}
 _RUN_ENTRY = re.compile(r"^(checkpoint-\d+|global_step\d+|iter_\d{7}|step-\d+)$")
 _LIGHTNING_VERSION = re.compile(r"^version_\d+$")
 

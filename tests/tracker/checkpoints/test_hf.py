@@ -155,3 +155,26 @@ def test_fp16_training_without_a_grad_scaler_file_warns(hf_run):
     assert ckpt.resume_warnings() == [MISSING_WARNINGS["scaler"]]
     torch.save({"scale": 65536.0, "growth_tracker": 0}, folder / "scaler.pt")
     assert hf(folder).has["scaler"] is True
+
+
+def test_a_log_dropped_among_past_runs_takes_none_of_their_checkpoints(hf_run, tmp_path, store):
+    """A folder of past runs (an HF output folder, a Headroom recorder's folder) with a stray log
+    on top: the stray log's run lists the plain ``out/`` beside it, never the runs' checkpoints,
+    and each run still finds its own."""
+    past = tmp_path / "past"
+    shutil.copytree(hf_run, past / "hf-run")
+    recorded = past / "recorded"
+    recorded.mkdir()
+    (recorded / "headroom.jsonl").write_text(json.dumps({"step": 100, "loss": 1.0}) + "\n")
+    shutil.copy(next((past / "hf-run").glob("checkpoint-*/model.safetensors")),
+                recorded / "step_100.safetensors")
+    (past / "out").mkdir()
+    shutil.copy(recorded / "step_100.safetensors", past / "out" / "ckpt.safetensors")
+    stray = past / "scratch.jsonl"
+    stray.write_text("".join(json.dumps({"step": s, "loss": 1 / s}) + "\n" for s in (1, 2, 3)))
+
+    listed = [Path(c.path) for c in manager.report(store, _ingest(store, stray)).checkpoints]
+
+    assert listed == [past / "out" / "ckpt.safetensors"]
+    own = manager.report(store, _ingest(store, past / "hf-run")).checkpoints
+    assert {Path(c.path).name for c in own} == {p.name for p in hf_run.glob("checkpoint-*")}
