@@ -29,8 +29,16 @@ _ACT_SAVES = {"silu": 1, "gelu": 1, "relu": 1, "gelu_new": 4}
 # gradient, both fp32: 12 bytes whatever the compute dtype (simulated with MemTracker).
 LOGITS_EAGER = 12
 LOGITS_TE = 4.0  # Megatron's vocab-parallel CE keeps one fp32 softmax, gradient in place
-LOGITS_CHUNKED = 4.0  # one fp32 (torchtune) or two bf16 (LitGPT) saved per logit...
-LOSS_CHUNKS = 8  # ...and one chunk of 8 upcast at a time (torchtune's default)
+# torchtune's CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py, 30b8519e8 and
+# later) upcasts one of 8 chunks at a time, while the recipe holds the model's 16-bit chunks
+# until the loss returns (`del logits` after it). Eager, each chunk's log-softmax keeps its
+# fp32 output, so the end of forward holds the 16-bit chunks, every fp32 log-softmax and the
+# last chunk's fp32 upcast (more than backward's first chunk adds later). Compiled
+# (training.compile_loss compiles the per-chunk upcast + cross-entropy), inductor keeps the
+# 16-bit chunk itself and its backward writes only the chunk's 16-bit gradient (saved-tensor
+# hooks and inductor's output code, torch 2.13).
+LOGITS_CHUNKED = 4.0
+LOSS_CHUNKS = 8
 # torchtune's OffloadActivations keeps the layer being computed and the one being copied.
 OFFLOAD_RESIDENT_LAYERS = 2
 
@@ -417,9 +425,10 @@ _NO_UPCAST_LOSS = ("bert", "roberta", "t5", "mt5")
 def _per_logit(spec: ModelSpec, setup: Setup, e: float) -> float:
     if setup.loss == "chunked" and framework_preset(setup.framework).loss_chunk_tokens:
         return 2 * e  # LitGPT: the logits and each chunk's log-softmax, never upcast
-    if setup.loss == "chunked":  # compiled, the chunk keeps its 16-bit input, recomputes softmax
-        kept = e if setup.compile else LOGITS_CHUNKED
-        return kept + (e + LOGITS_EAGER) / LOSS_CHUNKS
+    if setup.loss == "chunked":  # torchtune's: see LOGITS_CHUNKED
+        if setup.compile:
+            return e + e / LOSS_CHUNKS
+        return e + LOGITS_CHUNKED + 4.0 / LOSS_CHUNKS  # and the last chunk's fp32 upcast
     if setup.fused_layers:
         return LOGITS_TE
     if spec.family in _SOFTCAP:

@@ -295,6 +295,23 @@ def _dequantized_head(spec: ModelSpec, setup: Setup) -> float:
     return spec.head_params * compute * copies / setup.layout.tp
 
 
+def _chunked_head_gradient(spec: ModelSpec, setup: Setup) -> float:
+    """The loss's other moment when a trained output layer runs once per loss chunk
+    (torchtune's ``chunked_output``, modules/transformer.py at 30b8519e8): every chunk's loss
+    backward runs first (higher sequence numbers), leaving each chunk's 16-bit logit gradient,
+    and then autograd sums the layer's gradient over the chunks' matmuls: the running sum and
+    the newest term beside those gradients. When the optimizer steps in backward the running
+    sum is the one gradient already held (see :func:`_static`)."""
+    if (setup.method != "full" or setup.loss != "chunked"
+            or framework_preset(setup.framework).loss_chunk_tokens):
+        return 0.0
+    p = _precision(setup)
+    grad = 4.0 if setup.fp32_grads and p.master else p.grad
+    copies = 1 if setup.optimizer_in_backward else 2
+    logit_grads = act.local_tokens(setup) * spec.vocab * act.element_bytes(setup)
+    return (logit_grads + copies * spec.vocab * spec.hidden * grad) / setup.layout.tp
+
+
 def _autocast_copied(spec: ModelSpec) -> float:
     """Parameters autocast makes 16-bit copies of: every matmul weight, the output layer's
     included (a tied one is the embedding), but not embedding lookups, and not the routed
@@ -361,6 +378,7 @@ def _dynamic(spec: ModelSpec, setup: Setup, stage: _Stage) -> dict[str, float]:
     logits = 0.0
     if stage.head:
         logits = act.logits_bytes(spec, setup) + _dequantized_head(spec, setup)
+        logits = max(logits, _chunked_head_gradient(spec, setup))
     # Under full recompute the rebuilt layer comes after the loss's gradients are freed: the
     # allocated peak holds the larger of the two, not both; the allocator still holds both.
     cached = min(act.rebuilt_layer_bytes(spec, setup), logits)

@@ -91,15 +91,20 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                 "chunked NLL loss (256-token chunks, checkpointed: no b x s x vocab tensor); "
                 "QLoRA adapters cast to bf16"),
     Framework(
+        # torchao's LinearNF4 keeps only the NF4 weight on its context and dequantises it again
+        # for backward (torchao/dtypes/nf4tensor.py); every LoRA config torchtune ships sets
+        # lora_dropout: 0.0 (recipes/configs at 30b8519e8 and at the last release).
         "torchtune", "torchtune", nf4_saves_input=False, nf4_fp16_state=False,
         quantized_autocast=False,
         knobs=frozenset({"activation_offload"}),
         defaults={"precision": "bf16", "adapter_fp32": False, "recompute": "full",
                   "loss": "chunked"},
+        by_method=_frozen(lora={"lora_dropout": False}, qlora={"lora_dropout": False}),
         one_gpu_full={"optimizer": "paged-adamw-8bit", "optimizer_in_backward": True},
-        summary="pure bf16 (no fp32 master, bf16 Adam states and adapters); activation "
-                "checkpointing per layer; 8 chunks of logits; the single-GPU full recipe "
-                "steps paged 8-bit AdamW inside backward; NF4 linears keep no input"),
+        summary="pure bf16 (no fp32 master, bf16 Adam states and adapters, no LoRA "
+                "dropout); activation checkpointing per layer; 8 chunks of logits (compiled: "
+                "only the bf16 chunks kept); the single-GPU full recipe steps paged 8-bit "
+                "AdamW inside backward; NF4 linears keep no input"),
     Framework(
         "torchtitan", "torchtitan", master_only=True, knobs=frozenset({"op", "selective"}),
         unsaid={"method": "full", "cpu_offload": False},

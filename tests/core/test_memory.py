@@ -196,3 +196,43 @@ def test_litgpt_dequantises_its_4bit_head_through_fp16():
     hf = estimate(spec, setup.but(framework="hf"))
     assert hf.breakdown["weights"] - bf16.breakdown["weights"] == pytest.approx(
         head * (2 - frozen_bytes("nf4")))
+
+
+def _torchtune_logits(spec: ModelSpec, **over) -> float:
+    setup = Setup(method="lora", precision="bf16", framework="torchtune", loss="chunked",
+                  adapter_fp32=False, recompute="full", micro_batch=2, seq_len=2048)
+    return estimate(spec, setup.but(**over)).terms.logits  # held at the loss, peak or not
+
+
+def test_torchtune_chunked_loss_keeps_bf16_chunks_when_compiled():
+    """CEWithChunkedOutputLoss (torchtune 30b8519e8): eager, the end of forward holds the bf16
+    chunks, each chunk's fp32 log-softmax and the last chunk's fp32 upcast (one of 8);
+    compiled, inductor keeps the bf16 chunk itself and writes only its bf16 gradient."""
+    spec = preset("llama-3.1-8b")
+    logits = 2 * 2048 * spec.vocab
+    assert _torchtune_logits(spec) == pytest.approx(logits * (2 + 4 + 4 / 8))
+    assert _torchtune_logits(spec, compile=True) == pytest.approx(logits * (2 + 2 / 8))
+
+
+def test_torchtune_chunked_output_sums_the_head_gradient_beside_the_logits():
+    """The output layer runs once per chunk, so full fine-tuning sums its gradient over the
+    chunks beside their bf16 logit gradients: the running sum and the newest term, or only the
+    newest when the optimizer steps in backward (the running sum is the one gradient held)."""
+    spec = preset("llama-3.1-8b")
+    full = dict(method="full", optimizer="adamw", compile=True)
+    head, logit_grads = spec.vocab * spec.hidden * 2, 2 * 2048 * spec.vocab * 2
+    assert _torchtune_logits(spec, **full) == pytest.approx(logit_grads + 2 * head)
+    assert _torchtune_logits(spec, **full, optimizer_in_backward=True) == pytest.approx(
+        logit_grads + head)
+    assert _torchtune_logits(spec, **full, loss="standard") == pytest.approx(
+        _torchtune_logits(spec, loss="standard"))
+
+
+def test_torchtune_preset_trains_adapters_without_dropout():
+    """Every LoRA config torchtune ships sets lora_dropout: 0.0; a stated dropout still wins."""
+    from core.sizing import planned_setup
+
+    assert planned_setup("lora", "torchtune").lora_dropout is False
+    assert planned_setup("qlora", "torchtune").lora_dropout is False
+    assert planned_setup("lora", "torchtune", lora_dropout=True).lora_dropout is True
+    assert planned_setup("lora", "hf").lora_dropout is True
