@@ -131,7 +131,8 @@ def as_built(spec: ModelSpec, setup: Setup) -> ModelSpec:
     if not spec.tied_embeddings or not framework_preset(setup.framework).unties_embeddings:
         return spec
     copy = spec.vocab * spec.hidden
-    return replace(spec, tied_embeddings=False, n_params=spec.n_params and spec.n_params + copy)
+    n_params = None if spec.n_params is None else spec.n_params + copy
+    return replace(spec, tied_embeddings=False, n_params=n_params)
 
 
 def _stage_estimate(spec: ModelSpec, setup: Setup, name: str, stage: _Stage) -> Estimate:
@@ -189,7 +190,7 @@ def _static(spec: ModelSpec, setup: Setup, trainable: float, frac: float) -> dic
     if setup.method != "full":  # adapters train; the base is frozen
         weights += trainable * _adapter_bytes(setup) / mp
     p = _precision(setup)
-    grad_bytes = 4.0 if setup.fp32_grads and p.master else p.grad
+    grad_bytes = _grad_bytes(setup)
     grads = trainable * grad_bytes / mp
     if setup.optimizer_in_backward:  # each gradient is applied and freed as it is made
         grads = min(grads, spec.largest_tensor_params * grad_bytes / mp)
@@ -305,8 +306,7 @@ def _chunked_head_gradient(spec: ModelSpec, setup: Setup) -> float:
     if (setup.method != "full" or setup.loss != "chunked"
             or framework_preset(setup.framework).loss_chunk_tokens):
         return 0.0
-    p = _precision(setup)
-    grad = 4.0 if setup.fp32_grads and p.master else p.grad
+    grad = _grad_bytes(setup)
     copies = 1 if setup.optimizer_in_backward else 2
     logit_grads = act.local_tokens(setup) * spec.vocab * act.element_bytes(setup)
     return (logit_grads + copies * spec.vocab * spec.hidden * grad) / setup.layout.tp
@@ -326,8 +326,13 @@ def _tied_gradient(spec: ModelSpec, setup: Setup) -> float:
     at the very end of backward (when every other gradient exists)."""
     if setup.method != "full" or not spec.tied_embeddings:
         return 0.0
+    return spec.vocab * spec.hidden * _grad_bytes(setup)
+
+
+def _grad_bytes(setup: Setup) -> float:
+    """Bytes of one trained parameter's gradient: fp32 beside a master copy when asked."""
     p = _precision(setup)
-    return spec.vocab * spec.hidden * (4.0 if setup.fp32_grads and p.master else p.grad)
+    return 4.0 if setup.fp32_grads and p.master else p.grad
 
 
 def _adafactor_bytes(spec: ModelSpec, setup: Setup) -> float:
