@@ -105,10 +105,16 @@ def _stages(spec: ModelSpec, setup: Setup) -> dict[str, _Stage]:
 def estimate(spec: ModelSpec, setup: Setup) -> Estimate:
     """Predict the per-GPU memory of ``setup`` on ``spec`` (raises SetupError if invalid)."""
     check(spec, setup)
-    spec = as_built(spec, setup)
-    results = [_stage_estimate(spec, setup, name, stage)
-               for name, stage in _stages(spec, setup).items()]
-    return max(results, key=lambda e: (e.required, e.allocated))  # the stage that must fit
+    built = as_built(spec, setup)
+    results = [_stage_estimate(built, setup, name, stage)
+               for name, stage in _stages(built, setup).items()]
+    worst = max(results, key=lambda e: (e.required, e.allocated))  # the stage that must fit
+    if built is spec:
+        return worst
+    copied = (built.total_params - spec.total_params) / 1e9
+    note = (f"{framework_preset(setup.framework).title} gives the tied model its own output "
+            f"layer: {copied:.2f}B parameters more than the checkpoint holds")
+    return replace(worst, notes=(*worst.notes, note))
 
 
 def model_states(spec: ModelSpec, setup: Setup) -> dict[str, float]:

@@ -171,8 +171,10 @@ def test_litgpt_trains_a_tied_model_with_its_own_output_layer():
     spec = preset("gemma-2-2b")
     head = spec.vocab * spec.hidden
     lora = Setup(method="lora", precision="bf16", adapter_fp32=False)
-    own = estimate(spec, lora.but(framework="litgpt")).breakdown
-    assert own["weights"] - estimate(spec, lora).breakdown["weights"] == pytest.approx(head * 2)
+    built = estimate(spec, lora.but(framework="litgpt"))
+    assert built.breakdown["weights"] - estimate(spec, lora).breakdown["weights"] == (
+        pytest.approx(head * 2))
+    assert f"own output layer: {head / 1e9:.2f}B parameters more" in " ".join(built.notes)
     full = Setup(method="full", precision="bf16")
     states = model_states(spec, full.but(framework="litgpt"))
     assert states["weights"] - model_states(spec, full)["weights"] == pytest.approx(head * 2)
