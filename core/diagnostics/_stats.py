@@ -133,6 +133,14 @@ def moving_median(values: np.ndarray, window: int, min_count: int) -> np.ndarray
     return bn.move_median(values, window, min_count=min(min_count, window))
 
 
+def median(values: np.ndarray) -> float:
+    """The median, NaN when any value is NaN (as numpy's), computed in C: numpy's own first
+    asks whether the array is masked, which imports numpy.ma, a tenth of a small ingest."""
+    import bottleneck as bn
+
+    return bn.median(values)
+
+
 def resolution(values: np.ndarray) -> float:
     """The smallest step between distinct values: the rounding of the log."""
     distinct = np.unique(values[np.isfinite(values)])
@@ -144,15 +152,15 @@ def noise_sigma(values: np.ndarray) -> float:
     if len(values) < 3:
         return 0.0
     changes = np.diff(values)
-    np.abs(changes, out=changes)  # in place, and the median sorts it in place: one temporary
-    return float(MAD_SIGMA * np.median(changes, overwrite_input=True) / math.sqrt(2.0))
+    np.abs(changes, out=changes)  # in place: one temporary
+    return MAD_SIGMA * median(changes) / math.sqrt(2.0)
 
 
 def binned_medians(values: np.ndarray, bins: int) -> np.ndarray:
     """The curve reduced to ``bins`` medians of consecutive points (noise and length tamed)."""
     if len(values) <= bins:
         return values
-    return np.array([np.median(part) for part in np.array_split(values, bins)])
+    return np.array([median(part) for part in np.array_split(values, bins)])
 
 
 def mann_kendall(values: np.ndarray) -> float:
@@ -185,4 +193,4 @@ def step_interval(steps: np.ndarray) -> float:
     """The typical spacing of logged steps."""
     if len(steps) < 2:
         return 1.0
-    return float(max(np.median(np.diff(steps), overwrite_input=True), 1.0))
+    return max(median(np.diff(steps)), 1.0)

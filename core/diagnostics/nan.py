@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.diagnostics._stats import finite, value_at
+from core.diagnostics._stats import finite, median, value_at
 from core.diagnostics.finding import CRITICAL, INFO, WARNING, Finding, RunData
 from core.runlog import RunEvent, Series
 
@@ -175,7 +175,7 @@ def _scale_near(run: RunData, step: int) -> dict:
     upto = values[steps <= step]
     if not len(upto):
         return {}
-    usual, low = float(np.median(upto)), float(upto[-LOOKBACK:].min())
+    usual, low = median(upto), float(upto[-LOOKBACK:].min())
     return {"loss_scale_usual": usual, "loss_scale_low": low,
             "loss_scale_collapsed": bool(low * COLLAPSE <= usual)}
 
@@ -236,7 +236,7 @@ def _series_collapse(run: RunData) -> tuple[int, dict] | None:
     steps, values = finite(scale)
     if not len(values):
         return None
-    usual, low = float(np.median(values)), int(np.argmin(values))
+    usual, low = median(values), int(np.argmin(values))
     if values[low] * COLLAPSE > usual:
         return None
     return int(steps[low]), {"loss_scale_usual": usual, "loss_scale_low": float(values[low])}

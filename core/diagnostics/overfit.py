@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from core.checkpoints import Checkpoint
-from core.diagnostics._stats import finite
+from core.diagnostics._stats import finite, median
 from core.diagnostics.finding import WARNING, Finding, RunData
 
 MIN_EVALS = 3
@@ -80,7 +80,7 @@ def _train_change(run: RunData, start: int, end: int) -> tuple[float, float] | N
     near_end = values[(steps > start) & (steps <= end)][-5:]
     if not len(near_start) or not len(near_end):
         return None
-    return float(np.median(near_start)), float(np.median(near_end))
+    return median(near_start), median(near_end)
 
 
 def _best_checkpoint(checkpoints: list[Checkpoint], step: int) -> Checkpoint | None:

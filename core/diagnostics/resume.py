@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from core.checkpoints import Checkpoint
-from core.diagnostics._stats import finite, noise_sigma
+from core.diagnostics._stats import finite, median, noise_sigma
 from core.diagnostics.boundaries import JUMP, ResumeBoundary, resume_points
 from core.diagnostics.finding import WARNING, Finding, RunData
 
@@ -71,16 +71,16 @@ def _rebound(run: RunData, step: int) -> dict:
     if len(before) < 3 or not len(after):
         return {}
     recent = before[-WINDOW:]
-    level = float(np.median(recent))
+    level = median(recent)
     shown = after[:AFTER]
     threshold = max(NOISE_UNITS * 1.2533 * noise_sigma(recent) / math.sqrt(len(shown)),
                     MIN_JUMP * abs(level))
-    jump = float(np.median(shown)) - level
+    jump = median(shown) - level
     if jump <= threshold:
         return {}
     peak = int(np.argmax(shown))
     back = peak + np.flatnonzero(after[peak:] <= level + threshold)
-    return {"loss_before": level, "loss_after": float(np.median(shown)),
+    return {"loss_before": level, "loss_after": median(shown),
             "loss_peak_after": float(shown.max()), "rebound": jump / abs(level) if level else None,
             "rebound_until": int(after_steps[back[0]] if len(back) else after_steps[-1])}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.diagnostics._stats import finite, step_interval, trailing_deviations, value_at
+from core.diagnostics._stats import finite, median, step_interval, trailing_deviations, value_at
 from core.diagnostics.causes import Cause, choose, considered, remedy
 from core.diagnostics.finding import WARNING, Finding, RunData
 from core.diagnostics.resume import resume_rebound
@@ -136,9 +136,9 @@ def _lr_context(run: RunData, since: int, step: int) -> dict:
     recent = values[(steps >= since) & (steps <= step)]
     usual = values[steps < since][-NOISE_WINDOW:]
     out = {"lr": value_at(lr, step)}
-    if len(recent) and len(usual) and np.median(usual) > 0:
+    if len(recent) and len(usual) and median(usual) > 0:
         out["lr_recent_max"] = float(recent.max())
-        out["lr_ratio_to_usual"] = float(recent.max() / np.median(usual))
+        out["lr_ratio_to_usual"] = float(recent.max() / median(usual))
     return out
 
 

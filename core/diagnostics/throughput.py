@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.diagnostics._stats import binned_medians, finite
+from core.diagnostics._stats import binned_medians, finite, median
 from core.diagnostics.finding import WARNING, Finding, PeerRun, RunData
 from core.runlog import Series
 from core.shape import RunShape
@@ -75,7 +75,7 @@ def _drop(steps: np.ndarray, values: np.ndarray) -> Drop | None:
     first, last = span
     recovered = last + 1 < bins
     end = int(starts[last + 1]) if recovered else int(steps[-1])
-    return Drop(int(starts[first]), end, good, float(np.median(level[first : last + 1])), recovered)
+    return Drop(int(starts[first]), end, good, median(level[first : last + 1]), recovered)
 
 
 def _drop_finding(run: RunData, name: str, drop: Drop) -> Finding:
@@ -124,8 +124,8 @@ def _memory_during(run: RunData, start: int, end: int) -> dict:
     before, during = values[steps < start], values[(steps >= start) & (steps <= end)]
     if not len(before) or not len(during):
         return {}
-    return {"reserved_gib_before": float(np.median(before)),
-            "reserved_gib_during": float(np.median(during))}
+    return {"reserved_gib_before": median(before),
+            "reserved_gib_during": median(during)}
 
 
 def comparable(a: RunShape, b: RunShape) -> bool:
@@ -172,7 +172,7 @@ def _per_gpu(shape: RunShape, series: dict[str, Series]) -> tuple[str, float] | 
     for name in PER_GPU + GLOBAL:
         if name in series and len(values := steady(series[name])):
             per = 1 if name in PER_GPU else shape.n_gpus
-            return name, float(np.median(values)) / per
+            return name, median(values) / per
     return None
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.diagnostics._stats import binned_medians, finite, mann_kendall, noise_sigma, value_at
+from core.diagnostics._stats import binned_medians, finite, mann_kendall, median, noise_sigma, value_at
 from core.diagnostics.boundaries import resume_points
 from core.diagnostics.finding import INFO, WARNING, Finding, RunData
 from core.diagnostics.nan import first_bad_step
@@ -54,7 +54,7 @@ def reduce(steps: np.ndarray, values: np.ndarray) -> Curve:
     starts = np.array([part[0] for part in np.array_split(steps, bins)])
     level = binned_medians(values, bins)
     noise = NOISE_UNITS * 1.2533 * noise_sigma(values) / math.sqrt(per_bin)
-    return Curve(starts, level, max(noise, MIN_CHANGE * float(np.median(np.abs(level)))))
+    return Curve(starts, level, max(noise, MIN_CHANGE * median(np.abs(level))))
 
 
 def loss_trend(run: RunData) -> list[Finding]:
@@ -68,7 +68,7 @@ def loss_trend(run: RunData) -> list[Finding]:
     if diverged is not None:
         return [diverged]
     curve = reduce(steps, values)
-    if curve.tolerance > TOO_NOISY * float(np.median(np.abs(curve.level))):
+    if curve.tolerance > TOO_NOISY * median(np.abs(curve.level)):
         return []
     for check in (_rising, _flat_from_start, _late_plateau):
         found = check(curve, run, int(steps[-1]))
@@ -124,7 +124,7 @@ def _worse_than_guessing(steps: np.ndarray, values: np.ndarray, run: RunData) ->
     vocab = run.shape.vocab
     if not vocab or vocab < 2:
         return None
-    final = float(np.median(values[-max(3, len(values) // 10):]))
+    final = median(values[-max(3, len(values) // 10):])
     uniform = math.log(vocab)
     if final <= GUESSING * uniform:
         return None
@@ -154,7 +154,7 @@ def _flat_from_start(curve: Curve, run: RunData, last_step: int) -> Finding | No
     gain = -min(curve.change(0, i) for i in range(1, len(curve.level)))
     if gain > curve.tolerance or mann_kendall(curve.level) <= -TREND_Z:
         return None
-    level = float(np.median(curve.level))
+    level = median(curve.level)
     evidence = {"level": level, "best_gain": float(max(gain, 0.0)), "noise": curve.tolerance,
                 "lr": value_at(run.get("lr"), last_step)}
     return Finding(
@@ -175,13 +175,13 @@ def _late_plateau(curve: Curve, run: RunData, last_step: int) -> Finding | None:
     fell = curve.change(first, len(curve.level) - 1) < -curve.tolerance
     if len(tail) < 4 or fell or mann_kendall(tail) <= FALLING:
         return None
-    level = float(np.median(tail))
+    level = median(tail)
     since = int(curve.steps[_plateau_start(curve, first, level)])
     lr_steps, lr_values = finite(lr)
     lr_tail = lr_values[lr_steps >= since]
-    if not len(lr_tail) or np.median(lr_tail) < LR_ACTIVE * lr_values.max():
+    if not len(lr_tail) or median(lr_tail) < LR_ACTIVE * lr_values.max():
         return None
-    evidence = {"since_step": since, "level": level, "lr": float(np.median(lr_tail)),
+    evidence = {"since_step": since, "level": level, "lr": median(lr_tail),
                 "lr_peak": float(lr_values.max()),
                 "share_of_run": round((last_step - since) / span, 2)}
     return Finding(
