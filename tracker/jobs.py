@@ -233,10 +233,11 @@ def _logger_twin(unit: Unit, run: StoredRun) -> StoredRun | None:
     candidates = parts_store.loss_matches(unit, run.id)
     if not candidates:
         return None
-    kinds = logger_kinds(parts_store.file_paths(unit, run.id))
+    files = parts_store.files_by_run(unit, [run.id, *candidates])
+    kinds = logger_kinds(files.get(run.id, []))
     mine = None
     for other_id in candidates:
-        if kinds & logger_kinds(parts_store.file_paths(unit, other_id)):
+        if kinds & logger_kinds(files.get(other_id, [])):
             continue  # one kind of logger wrote both: two runs of one deterministic script
         if mine is None:  # read only once a twin by another logger is possible
             mine = parts_store.read_series(unit, run.id, ["loss"])["loss"]

@@ -90,8 +90,16 @@ def part_files(unit: Unit, part_id: int) -> list[str]:
 
 def file_paths(unit: Unit, run_id: int) -> list[str]:
     """Every file the run was read from, its parts' included."""
-    return list(unit.session.execute(select(SourceFile.path).where(SourceFile.run_id == run_id))
-                .scalars())
+    return files_by_run(unit, [run_id]).get(run_id, [])
+
+
+def files_by_run(unit: Unit, run_ids: Iterable[int]) -> dict[int, list[str]]:
+    """:func:`file_paths` of many runs in one query (runs without files are absent)."""
+    out: dict[int, list[str]] = {}
+    for run_id, path in unit.session.execute(
+            select(SourceFile.run_id, SourceFile.path).where(SourceFile.run_id.in_(list(run_ids)))):
+        out.setdefault(run_id, []).append(path)
+    return out
 
 
 def loss_matches(unit: Unit, run_id: int) -> list[int]:
