@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,9 @@ from desktop.presenters.plot_data import PlottedRun
 from desktop.presenters.plot_marks import Focus, checkpoint_marks, origin
 from desktop.workers import Worker, WorkerPool
 from tracker import liveness
-from tracker.model import PartInfo, RunSummary, SourceStat  # views take the records from here
+from tracker.model import PartInfo as PartInfo  # views take the records from here
+from tracker.model import RunDetails, RunSummary
+from tracker.model import SourceStat as SourceStat
 
 if TYPE_CHECKING:
     from tracker.checkpoints.manager import Deletion, Report
@@ -249,14 +251,23 @@ class AppServices(QObject):
             run = runs.get(run_id)
             if run is None or cancelled():
                 continue
-            names = [n for n in run.series if metrics is None or n in metrics]
-            series = {n: self.store.series(run_id, n) for n in names}
-            resumes = [e.step for e in self.store.events(run_id, ["resume"]) if e.step is not None]
-            out.append(PlottedRun(run_id, run.name, series, resumes, _tokens_per_step(run),
-                               series_version(run), **self._annotations(run_id),
-                               colour=run.colour, samples_per_step=run.shape.global_batch,
-                               n_gpus=run.shape.n_gpus, source_path=run.source_path))
+            try:
+                out.append(self._plotted(run, metrics))
+            except LookupError:  # a series or the run itself missing
+                if self.store.runs([run_id]):
+                    raise
+                # An ingest merged the run into another (or it was deleted) while it was read:
+                # left out, as the views reload on sig_runs_changed.
         return out
+
+    def _plotted(self, run: RunSummary, metrics: list[str] | None) -> PlottedRun:
+        names = [n for n in run.series if metrics is None or n in metrics]
+        series = {n: self.store.series(run.id, n) for n in names}
+        resumes = [e.step for e in self.store.events(run.id, ["resume"]) if e.step is not None]
+        return PlottedRun(run.id, run.name, series, resumes, _tokens_per_step(run),
+                          series_version(run), **self._annotations(run.id),
+                          colour=run.colour, samples_per_step=run.shape.global_batch,
+                          n_gpus=run.shape.n_gpus, source_path=run.source_path)
 
     def _annotations(self, run_id: int) -> dict[str, Any]:
         """What the plots mark on a run: its checkpoints, findings and the run it resumed."""
@@ -270,11 +281,18 @@ class AppServices(QObject):
     def config(self, run_id: int) -> dict[str, Any]:
         return self.store.config(run_id)
 
-    def sources(self, run_id: int) -> list[SourceStat]:
-        return self.store.sources(run_id)
+    def details(self, run_id: int) -> RunDetails | None:
+        """What the Details tab shows of a run; None when it is gone (an ingest merged it into
+        another run, or it was deleted, since the views last listed it)."""
+        from tracker.store import RunNotFound
 
-    def final_values(self, run_id: int) -> dict[str, Any]:
-        return self.store.final_values(run_id)
+        if self.store is None:
+            return None
+        try:
+            details = self.store.details(run_id)
+        except RunNotFound:
+            return None
+        return replace(details, summary=self._with_live([details.summary])[0])
 
     def events(self, run_id: int) -> list[RunEvent]:
         return self.store.events(run_id)
@@ -336,9 +354,6 @@ class AppServices(QObject):
         """Make a log that joined a run a run of its own again (its log is read again)."""
         self.edit(lambda store: store.split_part(part_id), "split the run",
                   lambda run_id: self.sig_message.emit(f"Split off as run {run_id}"))
-
-    def parts(self, run_id: int) -> list[PartInfo]:
-        return self.store.parts(run_id)
 
     def set_shape_field(self, run_id: int, name: str, value: Any) -> None:
         self.edit(lambda store: store.set_shape_field(run_id, name, value), f"save {name}")

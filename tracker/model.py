@@ -93,6 +93,18 @@ class RunSummary:
                 "peak_reserved_gib": self.stat("mem_reserved_gib", "max")}
 
 
+@dataclass(frozen=True)
+class RunDetails:
+    """What the Details tab shows of one run, read in one transaction: an ingest that merges
+    the run into another between two reads cannot leave the tab half filled."""
+
+    summary: RunSummary
+    config: dict[str, Any]
+    final_values: dict[str, Any]  # figures the log states once (train_runtime, total_flos...)
+    sources: list[SourceStat]
+    parts: list[PartInfo]
+
+
 class StoredRun(Protocol):
     """What code outside ``tracker/db`` reads of a stored run (the database's rows have it)."""
 

@@ -17,7 +17,7 @@ from tracker.db import runs as run_store
 from tracker.db.engine import default_url, display_url, normalize_url, open_engine
 from tracker.db.runs import USER_SOURCE
 from tracker.db.unit import Unit, unit_of_work
-from tracker.model import PartInfo, RunSummary, SeriesInfo, SourceStat, StoredRun
+from tracker.model import PartInfo, RunDetails, RunSummary, SeriesInfo, SourceStat, StoredRun
 
 if TYPE_CHECKING:
     from core.checkpoints import Checkpoint
@@ -126,13 +126,19 @@ class Store:
 
     def parts(self, run_id: int) -> list[PartInfo]:
         """The logs that joined this run as parts of its job (other loggers, GPU samplers)."""
-        from tracker.db import jobs
-
         with self.session() as s:
             self._get(s, run_id)
-            return [PartInfo(p.id, p.source_path, p.name, p.format, p.role, list(p.metrics),
-                             list(p.duplicates), p.note, tuple(jobs.part_files(s, p.id)))
-                    for p in jobs.parts(s, run_id)]
+            return _parts(s, run_id)
+
+    def details(self, run_id: int) -> RunDetails:
+        """The run's summary, config, stated figures, files and parts, in one transaction."""
+        with self.session() as s:
+            found = run_store.summaries(s, [run_id], finding_store.severities(s, [run_id]))
+            if not found:
+                raise RunNotFound(f"no run with id {run_id}")
+            row = self._get(s, run_id)
+            return RunDetails(found[0], dict(row.config), dict(row.summary),
+                              run_store.sources(s, run_id), _parts(s, run_id))
 
     def checkpoints(self, run_id: int) -> list[Checkpoint]:
         """The run's checkpoints as last scanned, by step."""
@@ -264,3 +270,11 @@ class Store:
             raise RunNotFound(f"no run with id {run_id}")
         return run
 
+
+
+def _parts(unit: Unit, run_id: int) -> list[PartInfo]:
+    from tracker.db import jobs
+
+    return [PartInfo(p.id, p.source_path, p.name, p.format, p.role, list(p.metrics),
+                     list(p.duplicates), p.note, tuple(jobs.part_files(unit, p.id)))
+            for p in jobs.parts(unit, run_id)]

@@ -6,6 +6,7 @@ The current run is the one most recently added to the selection.
 from __future__ import annotations
 
 import html
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QStandardItem, QStandardItemModel
@@ -25,7 +26,7 @@ from PySide6.QtWidgets import (
 from desktop.presenters import formatting as fmt
 from desktop.presenters import shape_fields
 from desktop.presenters.plot_data import title
-from desktop.services import AppServices, RunSummary
+from desktop.services import AppServices, RunDetails, RunSummary
 from desktop.views.config_tree import ConfigTree
 from desktop.views.run_files import RunFiles
 from desktop.views.shape_editor import ShapeEditor
@@ -90,8 +91,8 @@ class DetailsPanel(QWidget):
 
     # ---- Showing a run
 
-    def show_run(self, run: RunSummary | None) -> None:
-        self.run = run
+    def show_run(self, details: RunDetails | None) -> None:
+        run = self.run = details.summary if details else None
         if run is None:
             self.stack.setCurrentIndex(0)
             return
@@ -99,21 +100,21 @@ class DetailsPanel(QWidget):
                            f"{html.escape(run.name)}</span>")
         self.meta.setText(_meta(run))
         self.shape.set_shape(run.shape)
-        self.config.set_config(self._services.config(run.id))
-        self._fill_stats(run)
-        self.files.show_run(run)
+        self.config.set_config(details.config)
+        self._fill_stats(run, details.final_values)
+        self.files.show_run(details)
         self.notes.setPlainText(run.notes)
         self.tags.setText(", ".join(run.tags))
         self.stack.setCurrentIndex(1)
 
-    def _fill_stats(self, run: RunSummary) -> None:
+    def _fill_stats(self, run: RunSummary, final_values: dict[str, Any]) -> None:
         self.stats_model.removeRows(0, self.stats_model.rowCount())
         for name, s in sorted(run.series.items()):
             steps = f"{fmt.count(s.first_step)} – {fmt.count(s.last_step)}"
             cells = (title(name), fmt.count(s.count), steps, fmt.number(s.min), fmt.number(s.max),
                      fmt.number(s.last), fmt.count(s.first_nonfinite_step))
             self.stats_model.appendRow(_row(cells, tip=f"{name} (logged as {s.original_name})"))
-        for key, value in sorted(self._services.final_values(run.id).items()):
+        for key, value in sorted(final_values.items()):
             shown = fmt.number(value) if isinstance(value, (int, float)) else str(value)
             self.stats_model.appendRow(_row((key, "", "once per run", "", "", shown, "")))
 
@@ -131,10 +132,10 @@ class DetailsPanel(QWidget):
         self._reload(self._current_id(), only_if_changed=True)
 
     def _reload(self, run_id: int | None, only_if_changed: bool = False) -> None:
-        runs = self._services.runs([run_id]) if run_id is not None else []
-        run = runs[0] if runs else None
+        details = self._services.details(run_id) if run_id is not None else None
+        run = details.summary if details else None
         if not (only_if_changed and run == self.run):  # keep half-typed notes while others ingest
-            self.show_run(run)
+            self.show_run(details)
 
     def _on_shape_edit(self, name: str, typed: str) -> None:
         if self.run is None:

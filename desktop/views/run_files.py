@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTreeView, QVBox
 
 from core.metrics import size_text
 from desktop.presenters import formatting as fmt
-from desktop.services import AppServices, PartInfo, RunSummary, SourceStat
+from desktop.services import AppServices, PartInfo, RunDetails, SourceStat
 
 HEADERS = ("File", "Size", "Modified")
 PART_ROLE = Qt.ItemDataRole.UserRole + 1  # the part id of a joined log's rows
@@ -50,11 +50,10 @@ class RunFiles(QWidget):
         layout.addWidget(self.tree, 1)
         layout.addLayout(row)
 
-    def show_run(self, run: RunSummary) -> None:
+    def show_run(self, details: RunDetails) -> None:
         """The run's own log with its files, then each log that joined it."""
         self.model.removeRows(0, self.model.rowCount())
-        sources = self._services.sources(run.id)
-        parts = self._services.parts(run.id)
+        run, sources, parts = details.summary, details.sources, details.parts
         joined = {path for part in parts for path in part.files}
         own = _group(f"{os.path.basename(run.source_path)} ({run.format}): the run's own log",
                      run.source_path)

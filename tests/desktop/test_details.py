@@ -41,6 +41,32 @@ def test_details_show_shape_sources_config_metrics_and_files(qtbot, details, ser
     assert any(f.endswith("trainer_state.json") for f in files)
 
 
+def test_a_run_merged_away_while_shown_empties_the_details(qtbot, details, services, run_id):
+    """An ingest may merge the shown run into another at any moment: the tab reads the run in
+    one transaction and shows nothing once it is gone, never a half-filled page."""
+    services.select([run_id])
+    assert details.stack.currentIndex() == 1
+    services.store.delete_runs([run_id])  # what joining it to another run does to its id
+    assert services.details(run_id) is None
+    services.sig_runs_changed.emit()
+    assert details.run is None and details.stack.currentIndex() == 0
+
+
+def test_curves_of_a_run_merged_away_while_read_are_left_out(services, run_id, corpus,
+                                                            qtbot, monkeypatch):
+    ingest_and_wait(qtbot, services, [corpus / "hf_trainer" / "One-eyed-warrior__lora-finetuning"])
+    other = next(r.id for r in services.store.runs() if r.id != run_id)
+    read = services.store.series
+
+    def merged_meanwhile(rid, name):
+        if rid == run_id:
+            services.store.delete_runs([run_id])
+        return read(rid, name)
+
+    monkeypatch.setattr(services.store, "series", merged_meanwhile)
+    assert [p.run_id for p in services.read_plot_data([run_id, other])] == [other]
+
+
 def test_editing_a_shape_field_stores_it_as_the_users(qtbot, details, services, run_id):
     services.select([run_id])
     item, _ = _value_item(details, "seq_len")

@@ -160,6 +160,21 @@ def test_sources_and_final_values_of_an_ingested_run(store, tmp_path):
     assert store.final_values(_save(store, finished, "/x/done.json")) == {"train_runtime": 12.5}
 
 
+def test_details_hold_what_the_single_reads_give(store, tmp_path):
+    from tracker.ingest import ingest
+
+    log = tmp_path / "run.jsonl"
+    log.write_text('{"headroom": 1, "run": {"name": "r", "config": {"lr": 0.1}}}\n'
+                   '{"step": 1, "loss": 2.0}\n')
+    run_id = ingest(store, [log]).results[0].run_id
+    details = store.details(run_id)
+    assert details.summary == store.run(run_id) and details.config == store.config(run_id)
+    assert details.sources == store.sources(run_id) and details.parts == store.parts(run_id)
+    assert details.final_values == store.final_values(run_id)
+    with pytest.raises(RunNotFound):
+        store.details(run_id + 1)
+
+
 def test_run_summaries_carry_the_worst_finding_severity(store):
     steps = np.arange(1, 101)
     diverged = RunLog(format="test", name="diverged")
