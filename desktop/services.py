@@ -278,8 +278,10 @@ class AppServices(QObject):
                 "findings": self.store.findings(run_id),
                 "origin": origin(report.origin, names.get(parent))}
 
-    def config(self, run_id: int) -> dict[str, Any]:
-        return self.store.config(run_id)
+    def configs(self, run_ids: list[int]) -> dict[int, dict[str, Any]]:
+        """Each run's config, read in one query; a run gone since the views listed it (an
+        ingest merged it into another, or it was deleted) is left out, not an error."""
+        return {run_id: extra["config"] for run_id, extra in self.extras(run_ids).items()}
 
     def details(self, run_id: int) -> RunDetails | None:
         """What the Details tab shows of a run; None when it is gone (an ingest merged it into

@@ -48,11 +48,13 @@ class CompareView(QWidget):
             return
         self._stale = False
         runs = self._services.runs(list(self._services.selected))
+        configs = self._services.configs([r.id for r in runs])
+        runs = [r for r in runs if r.id in configs]  # less any merged away in between
         self.model.clear()
         if len(runs) < 2:
             self.summary.setText(SELECT_TWO)
             return
-        table = [compare.CompareRun(r, self._services.config(r.id)) for r in runs]
+        table = [compare.CompareRun(r, configs[r.id]) for r in runs]
         groups = self._compare.groups([r.id for r in runs])
         if len(groups) > 1:
             self._compare_groups(groups, {c.summary.id: c for c in table})

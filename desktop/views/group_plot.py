@@ -76,7 +76,7 @@ class GroupPlot(QObject):
 
     def _suggestions(self) -> list[str]:
         runs = self._services.runs(list(self._services.selected))
-        configs = {r.id: self._services.config(r.id) for r in runs}
+        configs = self._services.configs([r.id for r in runs])
         return group_choices.suggestions(runs, configs)
 
 

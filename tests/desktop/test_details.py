@@ -149,3 +149,26 @@ def test_a_run_launched_from_a_plan_shows_its_prediction_beside_its_peak(qtbot, 
     text = details.meta.text()
     assert "launched from plan <code>0123456789ab</code>" in text
     assert "predicted 17.2 GiB per GPU" in text and "recorded peak 16.0 GiB" in text
+
+
+def test_compare_leaves_out_a_run_merged_away_while_read(qtbot, services, composed, corpus,
+                                                         monkeypatch):
+    """The tab lists the runs, then reads their configs: a run an ingest merged away in
+    between is left out of the columns, not an error."""
+    names = [RUN, "tasfiahmrinmoyee__Gemma3-1B-Instruct-outputs", "One-eyed-warrior__lora-finetuning"]
+    ingest_and_wait(qtbot, services, [corpus / "hf_trainer" / n for n in names])
+    view = CompareView(services, composed.compare)
+    qtbot.addWidget(view)
+    view.show()
+    listed, gone = services.runs, services.store.find_run(RUN).id
+
+    def merged_meanwhile(run_ids):
+        runs = listed(run_ids)
+        services.store.delete_runs([gone])
+        return runs
+
+    monkeypatch.setattr(services, "runs", merged_meanwhile)
+    services.select([r.id for r in services.store.runs()])
+    assert view.model.columnCount() == 3  # the setting's name, then the two runs left
+    heads = {view.model.headerData(i, Qt.Orientation.Horizontal) for i in (1, 2)}
+    assert not any(RUN in h for h in heads) and "2 runs" in view.summary.text()
