@@ -17,7 +17,7 @@ from tracker.db import runs as run_store
 from tracker.db.engine import default_url, display_url, normalize_url, open_engine
 from tracker.db.runs import USER_SOURCE
 from tracker.db.unit import Unit, unit_of_work
-from tracker.model import PartInfo, RunDetails, RunSummary, SeriesInfo, SourceStat, StoredRun
+from tracker.model import PartInfo, RunDetails, RunSummary, SeriesInfo, StoredRun
 
 if TYPE_CHECKING:
     from core.checkpoints import Checkpoint
@@ -108,27 +108,6 @@ class Store:
     def events(self, run_id: int, kinds: Iterable[str] | None = None) -> list[RunEvent]:
         with self.session() as s:
             return run_store.events(s, run_id, kinds)
-
-    def config(self, run_id: int) -> dict:
-        with self.session() as s:
-            return dict(self._get(s, run_id).config)
-
-    def final_values(self, run_id: int) -> dict:
-        """Figures the log states once for the whole run (train_runtime, total_flos...)."""
-        with self.session() as s:
-            return dict(self._get(s, run_id).summary)
-
-    def sources(self, run_id: int) -> list[SourceStat]:
-        """The files the run was read from, as they were when last read."""
-        with self.session() as s:
-            self._get(s, run_id)
-            return run_store.sources(s, run_id)
-
-    def parts(self, run_id: int) -> list[PartInfo]:
-        """The logs that joined this run as parts of its job (other loggers, GPU samplers)."""
-        with self.session() as s:
-            self._get(s, run_id)
-            return _parts(s, run_id)
 
     def details(self, run_id: int) -> RunDetails:
         """The run's summary, config, stated figures, files and parts, in one transaction."""

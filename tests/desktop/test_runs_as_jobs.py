@@ -42,7 +42,7 @@ def test_details_list_a_jobs_logs_and_split_one_off(qtbot, services, details, sw
 
 
 def test_the_runs_menu_merges_the_selected_runs(qtbot, window, services, swift):
-    [part] = services.store.parts(swift)
+    [part] = services.store.details(swift).parts
     sampler = services.store.split_part(part.id)
     services.sig_runs_changed.emit()
     qtbot.waitUntil(lambda: window.runs_panel.model.rowCount() == 2)

@@ -50,7 +50,7 @@ def test_the_ms_swift_folder_with_its_gpu_sampler_is_one_run_with_gpu_metrics(st
     gpus = {f"{kind}/gpu{i}" for kind in ("mem_used_gib", "gpu_util_pct", "power_w")
             for i in range(8)}
     assert gpus <= set(run.series) and "mem_used_gib" in run.series
-    [part] = store.parts(run.id)
+    [part] = store.details(run.id).parts
     assert (part.role, Path(part.source_path).name) == ("system", "gpu_metrics.jsonl")
     assert "gpu_util_pct/gpu0" in part.metrics and "its last step" in part.note
     loss = store.series(run.id, "loss")
@@ -59,7 +59,7 @@ def test_the_ms_swift_folder_with_its_gpu_sampler_is_one_run_with_gpu_metrics(st
     assert set(memory.steps) == set(loss.steps)
     samples = _read(swift / "gpu_metrics.jsonl").series["mem_used_gib"]
     assert memory.values.max() == pytest.approx(samples.values.max())
-    files = {Path(s.path).name for s in store.sources(run.id)}
+    files = {Path(s.path).name for s in store.details(run.id).sources}
     assert {"logging.jsonl", "gpu_metrics.jsonl"} <= files
     assert store.findings(run.id)[0].kind == "memory_tight"  # the sampler's memory, diagnosed
 
@@ -95,7 +95,7 @@ def test_a_grown_sampler_log_updates_its_part(store, swift):
     assert result.status == "updated" and result.run_id == run.id
     after = store.series(run.id, "gpu_util_pct/gpu0")
     assert len(store.runs()) == 1 and after.steps.max() >= before.steps.max()
-    assert len(store.parts(run.id)) == 1
+    assert len(store.details(run.id).parts) == 1
 
 
 def test_samples_are_placed_by_the_runs_wall_clock_when_it_has_one():
@@ -118,7 +118,7 @@ def test_two_lightning_loggers_in_two_folders_are_one_run(store, two_loggers):
     assert report.ok, report.to_dict()
     [run] = store.runs()
     assert {r.run_id for r in report.results} == {run.id}
-    [part] = store.parts(run.id)
+    [part] = store.details(run.id).parts
     assert part.role == "logger" and Path(part.source_path).parent.name == "tb_logs"
     assert "another log of the same training" in report.results[1].reason
     csv = _read(two_loggers / "csv_logs" / "version_0")
@@ -134,7 +134,7 @@ def test_the_same_kind_of_logger_with_the_same_curve_stays_a_run_of_its_own(stor
     with (rerun / "version_0" / "hparams.yaml").open("a") as out:
         out.write("note: a deterministic rerun\n")  # other content, one curve
     ingest(store, [two_loggers / "csv_logs", rerun])
-    assert len(store.runs()) == 2 and all(not store.parts(r.id) for r in store.runs())
+    assert len(store.runs()) == 2 and all(not store.details(r.id).parts for r in store.runs())
 
 
 def test_a_console_log_beside_its_output_folder_joins_its_run(store, corpus, tmp_path):
@@ -144,7 +144,7 @@ def test_a_console_log_beside_its_output_folder_joins_its_run(store, corpus, tmp
                 job / "cmd.txt")
     ingest(store, [job])
     [run] = store.runs()
-    [part] = store.parts(run.id)
+    [part] = store.details(run.id).parts
     assert {run.format, part.format} == {"hf_console", "hf_trainer"}
     assert "loss" in part.duplicates
 
@@ -152,10 +152,10 @@ def test_a_console_log_beside_its_output_folder_joins_its_run(store, corpus, tmp
 def test_split_and_merge_by_hand(store, two_loggers):
     ingest(store, [two_loggers])
     [job] = store.runs()
-    [part] = store.parts(job.id)
+    [part] = store.details(job.id).parts
     apart = store.split_part(part.id)
     runs = {r.id: r for r in store.runs()}
-    assert set(runs) == {job.id, apart} and not store.parts(job.id)
+    assert set(runs) == {job.id, apart} and not store.details(job.id).parts
     assert runs[apart].name == "tb_logs/version_0" and runs[apart].shape.framework == "lightning"
     for run in runs.values():
         assert {"loss", "lr", "eval_loss"} <= set(run.series)

@@ -45,7 +45,7 @@ def listed(corpus_db) -> list[dict]:
     runs = json.loads(out.getvalue())
     store = Store(str(corpus_db))
     for run in runs:
-        run["stated"] = store.final_values(run["id"])
+        run["stated"] = store.details(run["id"]).final_values
     store.close()
     return runs
 
@@ -122,7 +122,7 @@ def test_sql_and_python_give_the_same_answer(corpus_db, text):
     store = Store(str(corpus_db))
     compiled = query.compile(text)
     runs = store.runs()
-    extras = {r.id: {"summary": store.final_values(r.id), "config": store.config(r.id)}
+    extras = {r.id: {"summary": store.details(r.id).final_values, "config": store.details(r.id).config}
               for r in runs}
     assert query.matching_ids(store, compiled) == [r.id for r in runs
                                              if compiled.matches(r, extras[r.id])]

@@ -145,22 +145,7 @@ def test_user_shape_fields_survive_a_reingest(store):
     assert store.run(run_id).shape.seq_len == 2048
 
 
-def test_sources_and_final_values_of_an_ingested_run(store, tmp_path):
-    from tracker.ingest import ingest
-
-    log = tmp_path / "run.jsonl"
-    log.write_text('{"headroom": 1, "run": {"name": "r"}}\n{"step": 1, "loss": 2.0}\n')
-    run_id = ingest(store, [log]).results[0].run_id
-    (source,) = store.sources(run_id)
-    assert source.path == str(log) and source.size == log.stat().st_size
-    assert len(source.sha256) == 64
-    with pytest.raises(RunNotFound):
-        store.sources(run_id + 1)
-    finished = RunLog(format="test", name="done", summary={"train_runtime": 12.5})
-    assert store.final_values(_save(store, finished, "/x/done.json")) == {"train_runtime": 12.5}
-
-
-def test_details_hold_what_the_single_reads_give(store, tmp_path):
+def test_details_of_an_ingested_run_hold_its_files_config_and_stated_figures(store, tmp_path):
     from tracker.ingest import ingest
 
     log = tmp_path / "run.jsonl"
@@ -168,11 +153,15 @@ def test_details_hold_what_the_single_reads_give(store, tmp_path):
                    '{"step": 1, "loss": 2.0}\n')
     run_id = ingest(store, [log]).results[0].run_id
     details = store.details(run_id)
-    assert details.summary == store.run(run_id) and details.config == store.config(run_id)
-    assert details.sources == store.sources(run_id) and details.parts == store.parts(run_id)
-    assert details.final_values == store.final_values(run_id)
+    assert details.summary == store.run(run_id) and details.config == {"lr": 0.1}
+    (source,) = details.sources
+    assert source.path == str(log) and source.size == log.stat().st_size
+    assert len(source.sha256) == 64 and details.parts == []
     with pytest.raises(RunNotFound):
         store.details(run_id + 1)
+    finished = RunLog(format="test", name="done", summary={"train_runtime": 12.5})
+    assert store.details(_save(store, finished, "/x/done.json")).final_values == {
+        "train_runtime": 12.5}
 
 
 def test_run_summaries_carry_the_worst_finding_severity(store):

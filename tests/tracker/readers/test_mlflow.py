@@ -71,7 +71,7 @@ def test_real_hf_trainer_run(store, mlruns):
     shape = run.shape
     assert (shape.micro_batch, shape.grad_accum, shape.n_layers, shape.hidden) == (4, 1, 2, 32)
     assert shape.fsdp is None and shape.optimizer == "adamw"
-    assert store.config(run.id)["mlflow"]["status"] == "FINISHED" and run.status == "finished"
+    assert store.details(run.id).config["mlflow"]["status"] == "FINISHED" and run.status == "finished"
 
 
 @pytest.mark.slow

@@ -95,7 +95,7 @@ def test_a_trainer_run_ingests_with_every_field(store, full_run):
     assert list(zip(loss.steps.tolist(), loss.values.tolist(), strict=True)) == hf_loss
     assert store.series(run.id, "tokens_seen").values[-1] == 24 * 4 * 16
     assert store.series(run.id, "eval_loss").steps.tolist() == [8, 16, 24]
-    assert store.final_values(run.id)["train_loss"] == pytest.approx(history[-1]["train_loss"])
+    assert store.details(run.id).final_values["train_loss"] == pytest.approx(history[-1]["train_loss"])
 
 
 def test_the_header_states_the_shape(store, full_run):
@@ -120,7 +120,7 @@ def test_the_header_states_the_shape(store, full_run):
         "none",
     )
     assert shape.framework == "transformers" and shape.n_gpus is None  # a CPU run
-    config = store.config(run.id)
+    config = store.details(run.id).config
     assert config["training_args"]["max_steps"] == 24 and config["versions"]["transformers"]
     assert "since the previous record" in config["recorder"]["memory"]
 
@@ -150,7 +150,7 @@ def test_a_lora_run_records_the_method_and_hf_token_count(store, lora_run):
     )
     assert 0 < shape.n_trainable_params < shape.n_params
     assert (shape.grad_accum, shape.recompute) == (2, "full")
-    assert run.name == "lora-run" and store.config(run.id)["peft"]["r"] == 4
+    assert run.name == "lora-run" and store.details(run.id).config["peft"]["r"] == 4
     history = json.loads((lora_run / "checkpoint-6" / "trainer_state.json").read_text())[
         "log_history"
     ]

@@ -68,7 +68,7 @@ def test_the_header_states_the_shape(store, version_dir):
     assert (shape.n_params, shape.n_trainable_params, shape.method) == (n_params, n_params, "full")
     assert (shape.micro_batch, shape.grad_accum, shape.global_batch, shape.seq_len) == (4, 1, 4, 16)
     assert (shape.precision, shape.optimizer, shape.framework) == ("fp32", "adamw", "lightning")
-    config = store.config(run.id)
+    config = store.details(run.id).config
     assert config["hparams"]["hidden_size"] == 16 and config["trainer"]["log_every_n_steps"] == 5
 
 
