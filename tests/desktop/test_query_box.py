@@ -61,7 +61,7 @@ def test_a_query_filters_the_table_as_the_command_line_would(panel, services):
 def test_a_query_over_the_config_loads_it_and_filters(qtbot, panel):
     panel.filter_edit.setText("config.learning_rate > 0 or config.lr > 0")
     qtbot.waitUntil(lambda: _shown(panel) == {"synthetic-llama3-8b-qlora-rtx4090",
-                                              "samples/lightning-tiny-lm"}, timeout=10_000)
+                                              "lightning-tiny-lm"}, timeout=10_000)
 
 
 def test_a_mistake_is_shown_at_its_column_and_filters_nothing(panel):

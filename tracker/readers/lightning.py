@@ -67,7 +67,10 @@ def read(path: Path) -> RunLog:
 
 
 def run_name(folder: Path) -> str:
-    """``project/lightning_logs/version_3`` is "project/version_3"."""
+    """``project/lightning_logs/version_3`` is "project/version_3" (every run's folder is a
+    version_N); a folder the user named is named alone (``runs/tiny-lm`` is "tiny-lm")."""
+    if not _VERSION.match(folder.name):
+        return folder.name
     parent = folder.parent
     if parent.name == "lightning_logs" and parent.parent.name:
         parent = parent.parent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -150,3 +151,9 @@ def test_plain_metrics_csv_is_left_to_the_generic_reader(tmp_path):
     assert pl.sniff(Sample(tmp_path / "metrics.csv")) == 0.0 and pl.sniff(Sample(tmp_path)) == 0.0
     (tmp_path / "hparams.yaml").write_text("lr: 0.1\n")  # ... unless Lightning's files are beside it
     assert pl.sniff(Sample(tmp_path / "metrics.csv")) == 0.9 and pl.sniff(Sample(tmp_path)) == 0.95
+
+
+def test_a_run_is_named_after_its_version_and_project_or_after_its_own_folder():
+    assert pl.run_name(Path("/w/tinylm/lightning_logs/version_3")) == "tinylm/version_3"
+    assert pl.run_name(Path("/w/logs/sweep-a/version_0")) == "sweep-a/version_0"
+    assert pl.run_name(Path("/w/samples/lightning-tiny-lm")) == "lightning-tiny-lm"  # the user's name
