@@ -281,6 +281,8 @@ class AppServices(QObject):
     def configs(self, run_ids: list[int]) -> dict[int, dict[str, Any]]:
         """Each run's config, read in one query; a run gone since the views listed it (an
         ingest merged it into another, or it was deleted) is left out, not an error."""
+        if self.store is None or not run_ids:
+            return {}
         return {run_id: extra["config"] for run_id, extra in self.extras(run_ids).items()}
 
     def details(self, run_id: int) -> RunDetails | None:

@@ -172,3 +172,9 @@ def test_compare_leaves_out_a_run_merged_away_while_read(qtbot, services, compos
     assert view.model.columnCount() == 3  # the setting's name, then the two runs left
     heads = {view.model.headerData(i, Qt.Orientation.Horizontal) for i in (1, 2)}
     assert not any(RUN in h for h in heads) and "2 runs" in view.summary.text()
+
+
+def test_no_configs_are_read_before_the_database_opens(qtbot):
+    from desktop.services import AppServices
+
+    assert AppServices().configs([1, 2]) == {}  # the Compare tab then asks for two runs
