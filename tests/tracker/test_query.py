@@ -122,8 +122,8 @@ def test_sql_and_python_give_the_same_answer(corpus_db, text):
     store = Store(str(corpus_db))
     compiled = query.compile(text)
     runs = store.runs()
-    extras = {r.id: {"summary": store.details(r.id).final_values, "config": store.details(r.id).config}
-              for r in runs}
+    details = {r.id: store.details(r.id) for r in runs}
+    extras = {i: {"summary": d.final_values, "config": d.config} for i, d in details.items()}
     assert query.matching_ids(store, compiled) == [r.id for r in runs
                                              if compiled.matches(r, extras[r.id])]
     store.close()

@@ -89,8 +89,8 @@ def test_a_plain_loop_ingests_with_every_field(store, tmp_path):
         SEQ,
     )
     assert shape.framework == "pytorch" and shape.sources["seq_len"] == "headroom header"
-    assert store.details(run.id).config["seed"] == 0
-    assert store.details(run.id).config["recorder"]["by"] == "Recorder"
+    config = store.details(run.id).config
+    assert config["seed"] == 0 and config["recorder"]["by"] == "Recorder"
     ckpt = _record(path, "checkpoint")
     assert ckpt["checkpoint"]["path"] == "ckpt-10" and ckpt["step"] == 10
     summary = lines(path)[-1]["summary"]
