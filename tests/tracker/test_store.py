@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import math
+import sqlite3
+import threading
 
 import numpy as np
 import pytest
@@ -43,6 +45,28 @@ def test_new_database_is_migrated_and_indexed(store):
                 "finding"} <= tables
         indexed = {tuple(ix["column_names"]) for ix in insp.get_indexes("series")}
         assert ("run_id",) in indexed and ("name",) in indexed
+
+
+def test_opening_a_new_file_waits_for_the_process_creating_it(tmp_path):
+    """While one process holds the creation lock and writes the fresh file, SQLite refuses a
+    second connection's switch to WAL at once, without waiting: the second opener must wait."""
+    fcntl = pytest.importorskip("fcntl")
+    path = tmp_path / "new.db"
+    creator = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    lock = open(f"{path}-migrate.lock", "a")  # noqa: SIM115 (closed by the timer)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    creator.execute("BEGIN IMMEDIATE")
+
+    def finish() -> None:
+        creator.execute("COMMIT")
+        lock.close()
+
+    timer = threading.Timer(0.5, finish)
+    timer.start()
+    store = Store(str(path))
+    timer.join()
+    assert store.run_count() == 0
+    store.close()
 
 
 def test_database_from_a_newer_headroom_is_refused(tmp_path):

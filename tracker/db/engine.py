@@ -63,7 +63,8 @@ def display_url(url: str) -> str:
 
 
 def make_engine(url: str) -> Engine:
-    """An engine with SQLite tuned for a desktop app (WAL, foreign keys, busy wait)."""
+    """An engine with SQLite tuned for a desktop app (foreign keys, busy wait); WAL is
+    switched on once by :func:`open_engine`."""
     from sqlalchemy import create_engine, event
 
     if url.startswith("sqlite"):
@@ -85,6 +86,7 @@ def open_engine(url: str) -> Engine:
 
     with translated():
         engine = make_engine(url)
+        _use_wal(engine)
         upgrade(engine)
     return engine
 
@@ -125,10 +127,24 @@ def server_url(driver: str, user: str, password: str, host: str, port: str, data
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def _use_wal(engine: Engine) -> None:
+    """Put an SQLite file in WAL mode (it stays so), one process at a time.
+
+    Two processes switching a brand-new file at once deadlock inside SQLite, which then
+    answers one of them "database is locked" at once instead of waiting its busy timeout.
+    """
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return
+    with engine.connect() as conn:
+        if conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal":
+            return
+    with _migration_lock(engine), engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA journal_mode=WAL")
 
 
 def _alembic_config(engine: Engine):
