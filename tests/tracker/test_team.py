@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -251,10 +253,17 @@ def test_publish_command_says_what_a_dropped_connection_left(tmp_path, monkeypat
     assert Store(team).run_count() == 1
 
 
-def test_publish_command_stops_between_runs_on_ctrl_c(tmp_path, monkeypatch, capsys):
-    import os
-    import signal
+@pytest.fixture
+def python_sigint():
+    """Python's own Ctrl-C handler, as a command started from a terminal has it, whatever an
+    earlier test in this process left (one worker once had SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
+
+def test_publish_command_stops_between_runs_on_ctrl_c(tmp_path, monkeypatch, capsys,
+                                                      python_sigint):
     from desktop.launcher import main
 
     local, ids = _published(tmp_path, 3)
