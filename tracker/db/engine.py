@@ -138,13 +138,18 @@ def _use_wal(engine: Engine) -> None:
     Two processes switching a brand-new file at once deadlock inside SQLite, which then
     answers one of them "database is locked" at once instead of waiting its busy timeout.
     """
-    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+    if not _on_disk(engine):
         return
     with engine.connect() as conn:
         if conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal":
             return
     with _migration_lock(engine), engine.connect() as conn:
         conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+
+
+def _on_disk(engine: Engine) -> bool:
+    """An SQLite file, not an in-memory database: it keeps a journal mode and gets a lock file."""
+    return engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:")
 
 
 def _alembic_config(engine: Engine):
@@ -235,7 +240,7 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
     """An exclusive lock across processes: a lock file beside an SQLite database, an advisory
     lock on a server; none where neither applies (a read-only folder, an in-memory database)."""
     with ExitStack() as stack:
-        if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        if _on_disk(engine):
             _lock_file(stack, Path(f"{engine.url.database}-migrate.lock"))
         elif engine.dialect.name == "postgresql":
             from sqlalchemy import text
